@@ -297,9 +297,10 @@ def reopened_rows(code: CodeStream, parent: Any) -> list[str]:
 
 def test_a_streamed_minified_line_shows_the_rows_a_reopened_thread_shows(qtbot: Any) -> None:
     """A one-line JSON document longer than LONG_LINE_CHARS is cut into paragraphs while it streams (a flush never
-    lays the whole line out); in the closed block each cut showed as a line break the text does not have ("item 57"
-    / ', "tags": ...'). Now each paragraph ends where a row of the line shown whole ends, at the block's width (and
-    again once it is resized), so the block shows the rows a reopened thread shows; unwrapped, the line is one
+    lays the whole line out); each cut showed as a line break the text does not have ("item 57" / ', "tags": ...'),
+    in the closed block too. Now each paragraph ends where a row of the line ends: while it streams, where the line
+    being written was laid out with a row starting; once closed, where the line shown whole has one at the block's
+    width (again once it is resized). So the block shows the rows a reopened thread shows; unwrapped, the line is one
     paragraph."""
     text = "Here:\n\n```json\n[" + ",".join(
         f'{{"id": {i}, "name": "item {i}", "tags": ["a", "b"], "ok": {str(i % 2 == 0).lower()}, "score": {i * 1.5}}}'
@@ -308,11 +309,20 @@ def test_a_streamed_minified_line_shows_the_rows_a_reopened_thread_shows(qtbot: 
     qtbot.addWidget(view)
     view.resize(700, 400)
     view.show()
-    for start in range(0, len(text), 61):
+    half = text.index('"id": 100,')
+    for start in range(0, half, 61):
+        view.append(text[start:min(half, start + 61)])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    # While it streams, each paragraph cut off the line ends where a row does (as the line being written was laid
+    # out): the rows are those of the line so far shown whole, but for its last.
+    assert len([b for piece in code.pieces for b in all_blocks(piece.document())]) > 3
+    assert streamed_rows(code)[:-1] == reopened_rows(code, view)[:-1]
+    for start in range(half, len(text), 61):
         view.append(text[start:start + 61])
         QApplication.processEvents()
     qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
-    code = next(w for w in parts(view) if isinstance(w, CodeStream))
     paragraphs = [b for piece in code.pieces if piece.isVisibleTo(code) for b in all_blocks(piece.document())]
     assert len(paragraphs) > 3  # still cut: no paragraph of the whole line laid out
     assert max(len(b.text()) for b in paragraphs) < 2 * code_lines.LONG_LINE_CHARS

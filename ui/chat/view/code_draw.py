@@ -85,7 +85,7 @@ _PARAGRAPH_ENDS = str.maketrans({"\r": "\u2028", "\u2029": "\u2028", "\ufdd0": "
 _ENDS = re.compile("[\r\u2029\ufdd0\ufdd1]")
 
 
-def _text(line: Line) -> str:
+def line_text(line: Line) -> str:
     """A line's text as its paragraph holds it (:data:`_PARAGRAPH_ENDS`)."""
     text = "".join([text for _style, text in line])
     return text.translate(_PARAGRAPH_ENDS) if _ENDS.search(text) else text
@@ -136,7 +136,7 @@ def write_lines(doc: QTextDocument, lines: list[Line], *, wrap: bool, after: int
         cursor.setBlockFormat(block_format)
         cursor.setBlockCharFormat(block_chars)
     block = cursor.block()
-    texts = [_text(line) for line in lines]
+    texts = [line_text(line) for line in lines]
     # (Each paragraph separator makes a paragraph with the format of the one it splits, its characters' format
     # the text's: the plain format, which is a code paragraph's own.)
     cursor.insertText("\u2029".join(texts), _format("", family))
@@ -177,7 +177,7 @@ def replace_lines(doc: QTextDocument, shown: list[Line], lines: list[Line], *, w
     cursor.beginEditBlock()
     if keep < len(shown) and keep < len(lines):  # the line that changed keeps its beginning
         same = _same_start(shown[keep], lines[keep])
-        text = _text(lines[keep])
+        text = line_text(lines[keep])
         family = _mono_family()
         cursor.setPosition(doc.findBlockByNumber(keep).position() + _units(text[:same]))
         cursor.setPosition(doc.characterCount() - 1, QTextCursor.MoveMode.KeepAnchor)
@@ -227,7 +227,7 @@ def wrap_starts(line: Line, width: float, font: QFont) -> Iterator[list[int] | N
         doc.documentLayout().blockBoundingRect(block)  # (laid out)
         layout = block.layout()
         text = block.text()
-        rows = [_chars(text, layout.lineAt(i).textStart()) for i in range(layout.lineCount())]
+        rows = [chars(text, layout.lineAt(i).textStart()) for i in range(layout.lineCount())]
         if end >= size:
             yield starts + [pos + row for row in rows[1:]]
             return
@@ -239,7 +239,7 @@ def wrap_starts(line: Line, width: float, font: QFont) -> Iterator[list[int] | N
         yield None
 
 
-def _chars(text: str, units: int) -> int:
+def chars(text: str, units: int) -> int:
     """How many characters of ``text`` its first ``units`` UTF-16 code units are."""
     if text.isascii():
         return units

@@ -7,7 +7,8 @@ finished lines since then the line being written (with the lines of a string sti
 the line being written is replaced from where it changed, and once finished it stays the paragraph it
 was (not written again elsewhere). A line longer than
 :data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
-beginning becomes a paragraph of that size at a time (in the turn's one edit), so
+beginning becomes a paragraph of about that size at a time (in the turn's one edit), ending where a row of the line
+being written started when it was last laid out (so the cut shows no line break of its own), so
 neither the lexer nor the layout sees the whole line on a flush. So a flush costs the line being written, not the block. Lines are the
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
 cursor, an edit's lines as one plain text and each line's colours its paragraph's layout's formats
@@ -216,6 +217,7 @@ class CodeStream(QWidget):
         layout.addWidget(self.bar)
         self.recent = self._piece()
         self._done_blocks: list[Line] = []  # the recent piece's finished paragraphs (above the live ones)
+        self._carry: Line = ()  # the runs cut off the line being written, not a paragraph yet (_carry_rows)
         self._done_shown: list[Line] = []  # their lines
         self._whole: list[Line] | None = None  # the closed block's lines, highlighted whole (once checked)
         self._long_lines = False  # a line of it was cut while it streamed
@@ -314,15 +316,40 @@ class CodeStream(QWidget):
             size, part = self.lines.cut(code[self._cut:self._cut + window])
             self._cut += size
             budget -= size
-            self._done_blocks.append(part)
+            self._carry += part
+            self._carry_rows()
         return more
+
+    def _carry_rows(self) -> None:
+        """Make the beginning of the cut line's runs not shown as paragraphs yet (``_carry``) a paragraph, up to where
+        the last of its rows starts (as the live paragraph, which starts with them, was laid out in the last turn):
+        a paragraph that ends where a row does shows no line break of its own. Without rows to go by (the text came
+        in a burst, not laid out yet, or the block is not shown), the runs are a paragraph as they are."""
+        size = text_length(self._carry)
+        at = 0
+        blocks = self._blocks.get(self.recent, [])
+        block = self.recent.document().lastBlock()
+        layout = block.layout()
+        if blocks and layout is not None and layout.lineCount() > 1:
+            text, carried = block.text(), code_draw.line_text(self._carry)
+            if text[:len(carried)] == carried[:len(text)]:  # (it starts with the runs: not a paragraph of its own yet)
+                for i in range(layout.lineCount() - 1, 0, -1):
+                    start = code_draw.chars(text, layout.lineAt(i).textStart())
+                    if start <= size:
+                        at = start
+                        break
+        if not at:  # (no row to go by: a paragraph of the runs as they are, whose end shows as a break till it closes)
+            at = size
+        head, self._carry = split_line(self._carry, [at, size - at])
+        self._done_blocks.append(head)
 
     def _finish(self, done: list[Line], *, head: int = 0) -> None:
         """Lines highlighted for good, for the recent piece's finished paragraphs (drawn with the line being
         written, in one edit: :meth:`_show_recent`). ``head``: the first line starts with this many runs
         already there (a cut line's pieces)."""
         self._done_shown.extend(done)
-        blocks = [done[0][head:], *done[1:]] if head else done
+        blocks = [self._carry + done[0][head:], *done[1:]] if head else done
+        self._carry = ()
         self._done_blocks.extend(blocks if blocks[0] or not head else blocks[1:])
 
     def _show_recent(self, live: list[Line]) -> None:
@@ -340,6 +367,8 @@ class CodeStream(QWidget):
             self._recent_start = self._cut
             self._done_blocks, self._done_shown = [], []
         self._shown[piece] = [*self._done_shown, *live]
+        if self._carry:  # the line being written starts with the runs cut off it not made a paragraph yet
+            live = [self._carry + (live[0] if live else ()), *live[1:]]
         blocks = [*self._done_blocks, *live]
         if self._blocks.get(piece, []) != blocks:
             self._set(piece, blocks)
