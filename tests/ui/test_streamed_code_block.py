@@ -295,13 +295,25 @@ def reopened_rows(code: CodeStream, parent: Any) -> list[str]:
     return shown
 
 
-def test_a_streamed_minified_line_shows_the_rows_a_reopened_thread_shows(qtbot: Any) -> None:
+def test_a_streamed_minified_line_shows_the_rows_a_reopened_thread_shows(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A one-line JSON document longer than LONG_LINE_CHARS is cut into paragraphs while it streams (a flush never
     lays the whole line out); each cut showed as a line break the text does not have ("item 57" / ', "tags": ...'),
     in the closed block too. Now each paragraph ends where a row of the line ends: while it streams, where the line
     being written was laid out with a row starting; once closed, where the line shown whole has one at the block's
     width (again once it is resized). So the block shows the rows a reopened thread shows; unwrapped, the line is one
-    paragraph."""
+    paragraph. Counted: the closing check looks for the line's rows (``code_draw.wrap_starts``) only when a cut did
+    not end where a row did at the block's width."""
+    from ui.chat.view import code_draw
+
+    looked: list[int] = []
+    real_starts = code_draw.wrap_starts
+
+    def counted(*args: Any) -> Any:
+        looked.append(1)
+        return real_starts(*args)
+
+    monkeypatch.setattr(code_draw, "wrap_starts", counted)
     text = "Here:\n\n```json\n[" + ",".join(
         f'{{"id": {i}, "name": "item {i}", "tags": ["a", "b"], "ok": {str(i % 2 == 0).lower()}, "score": {i * 1.5}}}'
         for i in range(150)) + "]\n```\n\nDone.\n"
@@ -319,6 +331,7 @@ def test_a_streamed_minified_line_shows_the_rows_a_reopened_thread_shows(qtbot: 
     # out): the rows are those of the line so far shown whole, but for its last.
     assert len([b for piece in code.pieces for b in all_blocks(piece.document())]) > 3
     assert streamed_rows(code)[:-1] == reopened_rows(code, view)[:-1]
+    assert code._cut_width == code.recent.viewport().width()  # every cut so far at a row (came a flush at a time)
     for start in range(half, len(text), 61):
         view.append(text[start:start + 61])
         QApplication.processEvents()
@@ -329,10 +342,12 @@ def test_a_streamed_minified_line_shows_the_rows_a_reopened_thread_shows(qtbot: 
     shown = streamed_rows(code)
     assert "".join(shown) == code.code
     assert shown == reopened_rows(code, view)
+    assert not looked  # its cuts were made at rows: kept as they are
     view.resize(520, 400)  # narrower: the rows change, and the paragraphs follow them
     qtbot.waitUntil(lambda: not view.checking, timeout=60_000)
     QApplication.processEvents()
     assert streamed_rows(code) == reopened_rows(code, view) != shown
+    assert looked
     code.set_wrap(False)
     qtbot.waitUntil(lambda: not view.checking, timeout=60_000)
     assert streamed_rows(code) == [code.code]  # one row, scrolled sideways

@@ -222,6 +222,9 @@ class CodeStream(QWidget):
         self._whole: list[Line] | None = None  # the closed block's lines, highlighted whole (once checked)
         self._long_lines = False  # a line of it was cut while it streamed
         self._rows_width = 0  # the width its cut lines' paragraphs were last made to end where their rows do at
+        #: The width every cut made while it streamed ended where a row did at (0: none made yet; -1: some ended
+        #: elsewhere, or at another width): the closing check at that width need not look for the rows.
+        self._cut_width = 0
         self._set_header()
 
     @property
@@ -338,8 +341,12 @@ class CodeStream(QWidget):
                     if start <= size:
                         at = start
                         break
+        width = self.recent.viewport().width()
         if not at:  # (no row to go by: a paragraph of the runs as they are, whose end shows as a break till it closes)
             at = size
+            self._cut_width = -1
+        elif self._cut_width != width:
+            self._cut_width = width if not self._cut_width else -1  # (-1: cut at rows of two widths, or at none)
         head, self._carry = split_line(self._carry, [at, size - at])
         self._done_blocks.append(head)
 
@@ -440,7 +447,9 @@ class CodeStream(QWidget):
             want_sizes = _row_sizes(sizes, None) if not self.wrap else sizes
             if self.wrap and self.isVisible() and (width := owner.viewport().width()) > 0:
                 self._rows_width = width
-                for rows in code_draw.wrap_starts(line, width, owner.document().defaultFont()):
+                # (Cut where its rows start at this width while it streamed: kept. Else the rows are looked for.)
+                for rows in code_draw.wrap_starts(line, width, owner.document().defaultFont()) if (
+                        width != self._cut_width) else ():
                     if rows is None:
                         yield None
                     else:
@@ -473,7 +482,8 @@ class CodeStream(QWidget):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
-        if event.size().width() != event.oldSize().width() and self.wrap:
+        if event.size().width() != event.oldSize().width() and self.wrap and self._whole is not None:
+            self._cut_width = -1  # (its cuts no longer end where rows do, once the block's paragraphs were moved)
             self._mend_again()  # a cut line's paragraphs end where its rows end at the new width
 
     def showEvent(self, event: QShowEvent) -> None:
