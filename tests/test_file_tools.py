@@ -166,6 +166,60 @@ async def test_a_regex_that_backtracks_for_hours_stops_at_the_time_limit_and_the
     assert out.data["matches"] == [] and "stopped after 0 s" in out.data["note"]
 
 
+async def test_a_cancelled_regex_search_tells_its_thread_to_stop_and_the_thread_ends(
+    call: Harness, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop during a search of a backtracking pattern: the tool's task was cancelled, but its worker thread had no
+    flag to look at and matched on until the search's 20 s limit. Now the cancel sets the search's flag (counted
+    here), the match runs in short slices of time with the flag looked at between them, and the thread ends
+    soon after (the limit below only guards against the old run-on)."""
+    import asyncio
+    import threading
+
+    from workspace.tools import files
+    from workspace.tools.files import common
+
+    flags: list[Any] = []
+
+    class Counted(threading.Event):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sets = self.seen = 0
+            flags.append(self)
+
+        def set(self) -> None:
+            self.sets += 1
+            super().set()
+
+        def is_set(self) -> bool:
+            stopped = super().is_set()
+            self.seen += stopped  # the worker looked and was told to stop
+            return stopped
+
+    monkeypatch.setattr(common, "_stop_flag", Counted, raising=False)
+    started, ended = threading.Event(), threading.Event()
+    search = files._search_files
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        try:
+            return search(*args, **kwargs)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(files, "_search_files", watched)
+    (folder / "trap.txt").write_text("a" * 60 + "!\n", encoding="utf-8")
+    task = asyncio.create_task(call("search_files", query="(a|aa)+$", regex=True, path="trap.txt"))
+    assert await asyncio.to_thread(started.wait, 60)
+    await asyncio.sleep(0.3)  # matching the line (a few slices in)
+    assert not ended.is_set()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(ended.wait, 8), "the search's thread ran on after the cancel"
+    assert [flag.sets for flag in flags] == [1] and flags[0].seen >= 1
+
+
 async def test_reads_see_this_runs_proposals(call: Harness, folder: Path) -> None:
     await call("edit_file", path="notes.txt", search="beta", replace="BETA")
     await call("create_file", path="docs/new.md", content="# new beta\n")

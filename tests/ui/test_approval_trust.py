@@ -151,3 +151,48 @@ async def test_the_approval_card_says_what_the_call_does_and_what_is_only_claime
         for panel in panels:
             panel.deleteLater()
         future.cancel()
+
+
+async def test_the_exact_box_shows_only_on_a_rule_with_a_command(desktop: Any) -> None:
+    """Settings › Approvals showed the "exact" box on every rule's Command cell: on a rule without a command (any
+    call of the tool) it did nothing. It shows once a command is typed, and goes when the command is cleared."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    from workspace import paths
+    from workspace.approval import ApprovalPolicy, Rule
+
+    window = desktop.window
+    workspace = window.controller.workspace
+    workspace.approval.policy = ApprovalPolicy([Rule("allow", tool="run_command", command="git log", exact=True),
+                                                Rule("deny", tool="delete_file")])
+    window.settings_flow.open_settings()
+    dialog = window.settings_flow.dialog
+    table = dialog.rules
+
+    def box(row: int) -> bool:
+        """Whether the cell is drawn with a check box (as the table's delegate paints it), and the user can tick it."""
+        option = QStyleOptionViewItem()
+        table.itemDelegate().initStyleOption(option, table.model().index(row, 3))
+        drawn = bool(option.features & QStyleOptionViewItem.ViewItemFeature.HasCheckIndicator)
+        assert drawn == bool(table.item(row, 3).flags() & Qt.ItemFlag.ItemIsUserCheckable)
+        return drawn
+
+    try:
+        dialog._add_rule("*", "*", "remember", "ask")
+        assert [box(row) for row in range(3)] == [True, False, False]
+        assert table.item(0, 3).checkState() == Qt.CheckState.Checked
+        table.item(1, 3).setText("rm *")  # a command typed: its box shows, unticked
+        assert box(1) and table.item(1, 3).checkState() == Qt.CheckState.Unchecked
+        table.item(1, 3).setCheckState(Qt.CheckState.Checked)
+        table.item(1, 3).setText("")  # cleared: the box goes, and comes back unticked with a command
+        assert not box(1)
+        table.item(1, 3).setText("rm -rf x")
+        assert box(1) and table.item(1, 3).checkState() == Qt.CheckState.Unchecked
+        table.item(1, 3).setText(" ")
+        dialog.save()
+    finally:
+        dialog.reject()
+    saved = ApprovalPolicy.load(paths.approval_policy_file())
+    assert [(r.tool, r.command, r.exact) for r in saved.rules] == [
+        ("run_command", "git log", True), ("delete_file", None, False), ("remember", None, False)]

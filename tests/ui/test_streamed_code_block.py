@@ -163,10 +163,10 @@ def test_a_streamed_code_block_shows_what_rendering_it_whole_shows(qtbot: Any, n
     if max(map(len, expected.split("\n"))) < code_lines.LONG_LINE_CHARS:
         assert "".join(t for t, _c in runs) == expected + "\n"
         assert runs == whole_runs
-    else:  # a line cut while it streamed stays in paragraphs of LONG_LINE_CHARS: the same characters and colours
-        paragraphs = "".join(t for t, _c in runs).split("\n")
+    else:  # a line cut while it streamed stays in paragraphs (each ending where a row does): the same characters
+        paragraphs = "".join(t for t, _c in runs).split("\n")  # and colours
         assert len(paragraphs) > expected.count("\n") + 2
-        assert max(map(len, paragraphs)) < code_lines.LONG_LINE_CHARS + code_lines.LOOKAHEAD_CHARS
+        assert max(map(len, paragraphs)) < 2 * code_lines.LONG_LINE_CHARS
         assert merged(runs) == merged(whole_runs)
         assert "".join(paragraphs) == expected.replace("\n", "")
     assert len({c for _t, c in runs}) > (2 if language else 1)  # coloured (the test can tell colours apart)
@@ -253,6 +253,108 @@ def test_a_50_kb_block_is_a_few_large_pieces(qtbot: Any) -> None:
     pieces = [piece for piece in code.pieces if not piece.isHidden()]
     assert len(pieces) <= len(body) // 4500 + 1, f"{len(pieces)} pieces for {len(body)} characters"
     assert [code_lines.colours(line) for line in code.shown_lines()] == highlighted(body.rstrip("\n"), "python")
+
+
+def rows(blocks: list[Any]) -> list[str]:
+    """The rows ``blocks`` are laid out in (their text, top to bottom)."""
+    out = []
+    for block in blocks:
+        layout, text = block.layout(), block.text()
+        block.document().documentLayout().blockBoundingRect(block)  # (laid out)
+        out += [text[row.textStart():row.textStart() + row.textLength()]
+                for row in (layout.lineAt(i) for i in range(layout.lineCount()))]
+    return out
+
+
+def streamed_rows(code: CodeStream) -> list[str]:
+    return rows([block for piece in code.pieces if piece.isVisibleTo(code) for block in all_blocks(piece.document())])
+
+
+def reopened_rows(code: CodeStream, parent: Any) -> list[str]:
+    """The rows of the code block's lines as a reopened thread shows them (its Markdown rendered whole), its code as
+    wide as the streamed block's."""
+    whole = AutoHeightText(parent=parent)
+    whole.resize(parent.width(), 100)
+    whole.set_markdown(code.markdown)
+    whole.show()
+    QApplication.processEvents()
+
+    def code_blocks() -> list[Any]:
+        table = next(f for f in whole.document().rootFrame().childFrames() if isinstance(f, QTextTable))
+        first = table.cellAt(0, 0).firstCursorPosition().block().next()  # under the header line
+        last = table.cellAt(0, 0).lastCursorPosition().block()
+        return [b for b in all_blocks(whole.document()) if first.blockNumber() <= b.blockNumber() <= last.blockNumber()]
+
+    rows(code_blocks())
+    narrower = code_blocks()[0].layout().lineAt(0).width() - code.pieces[0].viewport().width()
+    if narrower:
+        whole.resize(int(whole.width() - narrower), 100)
+        QApplication.processEvents()
+    shown = rows(code_blocks())
+    whole.deleteLater()
+    return shown
+
+
+def test_a_streamed_minified_line_shows_the_rows_a_reopened_thread_shows(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-line JSON document longer than LONG_LINE_CHARS is cut into paragraphs while it streams (a flush never
+    lays the whole line out); each cut showed as a line break the text does not have ("item 57" / ', "tags": ...'),
+    in the closed block too. Now each paragraph ends where a row of the line ends: while it streams, where the line
+    being written was laid out with a row starting; once closed, where the line shown whole has one at the block's
+    width (again once it is resized). So the block shows the rows a reopened thread shows; unwrapped, the line is one
+    paragraph. Counted: the closing check looks for the line's rows (``code_draw.wrap_starts``) only when a cut did
+    not end where a row did at the block's width."""
+    from ui.chat.view import code_draw
+
+    looked: list[int] = []
+    real_starts = code_draw.wrap_starts
+
+    def counted(*args: Any) -> Any:
+        looked.append(1)
+        return real_starts(*args)
+
+    monkeypatch.setattr(code_draw, "wrap_starts", counted)
+    text = "Here:\n\n```json\n[" + ",".join(
+        f'{{"id": {i}, "name": "item {i}", "tags": ["a", "b"], "ok": {str(i % 2 == 0).lower()}, "score": {i * 1.5}}}'
+        for i in range(150)) + "]\n```\n\nDone.\n"
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 400)
+    view.show()
+    half = text.index('"id": 100,')
+    for start in range(0, half, 61):
+        view.append(text[start:min(half, start + 61)])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    # While it streams, each paragraph cut off the line ends where a row does (as the line being written was laid
+    # out): the rows are those of the line so far shown whole, but for its last.
+    assert len([b for piece in code.pieces for b in all_blocks(piece.document())]) > 3
+    assert streamed_rows(code)[:-1] == reopened_rows(code, view)[:-1]
+    assert code._cut_width == code.recent.viewport().width()  # every cut so far at a row (came a flush at a time)
+    for start in range(half, len(text), 61):
+        view.append(text[start:start + 61])
+        QApplication.processEvents()
+    qtbot.waitUntil(lambda: not view.pending and not view.checking, timeout=60_000)
+    paragraphs = [b for piece in code.pieces if piece.isVisibleTo(code) for b in all_blocks(piece.document())]
+    assert len(paragraphs) > 3  # still cut: no paragraph of the whole line laid out
+    assert max(len(b.text()) for b in paragraphs) < 2 * code_lines.LONG_LINE_CHARS
+    shown = streamed_rows(code)
+    assert "".join(shown) == code.code
+    assert shown == reopened_rows(code, view)
+    assert not looked  # its cuts were made at rows: kept as they are
+    view.resize(520, 400)  # narrower: the rows change, and the paragraphs follow them
+    qtbot.waitUntil(lambda: not view.checking, timeout=60_000)
+    QApplication.processEvents()
+    assert streamed_rows(code) == reopened_rows(code, view) != shown
+    assert looked
+    code.set_wrap(False)
+    qtbot.waitUntil(lambda: not view.checking, timeout=60_000)
+    assert streamed_rows(code) == [code.code]  # one row, scrolled sideways
+    code.set_wrap(True)
+    qtbot.waitUntil(lambda: not view.checking, timeout=60_000)
+    QApplication.processEvents()
+    assert streamed_rows(code) == reopened_rows(code, view)
 
 
 def test_copy_copies_the_whole_code_and_wrap_applies_to_every_piece(qtbot: Any) -> None:

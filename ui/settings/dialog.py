@@ -61,6 +61,23 @@ COMMAND_TIP = ("For run_command: a glob (pytest*) or the command's first words (
                "command and no other (what an \"Always\" answer writes). Empty: any call of the tool.")
 
 
+def _command_box(item: QTableWidgetItem, *, checked: bool | None = None) -> None:
+    """Give a rule's Command cell its "exact" box when it holds a command, and none when it is empty (the box would
+    do nothing: a rule without a command is any call of the tool). ``checked``: tick it (None: as it is)."""
+    has_command = bool(item.text().strip())
+    checkable = bool(item.flags() & Qt.ItemFlag.ItemIsUserCheckable)
+    if has_command:
+        state = item.checkState() if checked is None and checkable else (
+            Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+        if not checkable:
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+        if not checkable or item.checkState() != state:
+            item.setCheckState(state)
+    elif checkable or item.data(Qt.ItemDataRole.CheckStateRole) is not None:
+        item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
+        item.setData(Qt.ItemDataRole.CheckStateRole, None)  # no box drawn (and unticked, should a command come)
+
+
 def _user_file() -> dict[str, Any]:
     """The user's configuration file as written (``ConfigurationError`` for one that cannot be read)."""
     from workspace import paths
@@ -244,7 +261,7 @@ class SettingsDialog(QDialog):
         self.rules.setAccessibleName("Approval rules")
         self.rules.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         al.addWidget(self.rules, 1)
-        self.rules.itemChanged.connect(lambda _item: self._show_rule_problems())
+        self.rules.itemChanged.connect(self._rule_changed)
         self.rule_problems = QLabel("", approval_tab)
         from ui import theme
 
@@ -616,9 +633,8 @@ class SettingsDialog(QDialog):
             for col, value in enumerate((robot, server, tool)):
                 self.rules.setItem(row, col, QTableWidgetItem(value))
             item = QTableWidgetItem(command or "")
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Checked if exact and command else Qt.CheckState.Unchecked)
             item.setToolTip(COMMAND_TIP)
+            _command_box(item, checked=exact)
             self.rules.setItem(row, 3, item)
         finally:
             self.rules.blockSignals(False)
@@ -626,6 +642,15 @@ class SettingsDialog(QDialog):
         combo.addItems(["allow", "ask", "deny"])
         combo.setCurrentText(action)
         self.rules.setCellWidget(row, 4, combo)
+
+    def _rule_changed(self, item: QTableWidgetItem) -> None:
+        if item.column() == 3:
+            self.rules.blockSignals(True)  # (a command typed or cleared: its box shown or taken away, no second change)
+            try:
+                _command_box(item)
+            finally:
+                self.rules.blockSignals(False)
+        self._show_rule_problems()
 
     def _remove_rule(self) -> None:
         for index in sorted({i.row() for i in self.rules.selectedIndexes()}, reverse=True):

@@ -16,9 +16,11 @@ the code (as plain text: a copy's rich text has no colours).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 from PySide6.QtGui import (
+    QFont,
     QTextBlock,
     QTextBlockFormat,
     QTextCharFormat,
@@ -28,7 +30,7 @@ from PySide6.QtGui import (
 )
 
 from ui import markdown, theme
-from ui.chat.view.code_lines import Line
+from ui.chat.view.code_lines import Line, split_line, text_length
 
 
 @lru_cache(maxsize=1024)
@@ -83,7 +85,7 @@ _PARAGRAPH_ENDS = str.maketrans({"\r": "\u2028", "\u2029": "\u2028", "\ufdd0": "
 _ENDS = re.compile("[\r\u2029\ufdd0\ufdd1]")
 
 
-def _text(line: Line) -> str:
+def line_text(line: Line) -> str:
     """A line's text as its paragraph holds it (:data:`_PARAGRAPH_ENDS`)."""
     text = "".join([text for _style, text in line])
     return text.translate(_PARAGRAPH_ENDS) if _ENDS.search(text) else text
@@ -134,7 +136,7 @@ def write_lines(doc: QTextDocument, lines: list[Line], *, wrap: bool, after: int
         cursor.setBlockFormat(block_format)
         cursor.setBlockCharFormat(block_chars)
     block = cursor.block()
-    texts = [_text(line) for line in lines]
+    texts = [line_text(line) for line in lines]
     # (Each paragraph separator makes a paragraph with the format of the one it splits, its characters' format
     # the text's: the plain format, which is a code paragraph's own.)
     cursor.insertText("\u2029".join(texts), _format("", family))
@@ -175,7 +177,7 @@ def replace_lines(doc: QTextDocument, shown: list[Line], lines: list[Line], *, w
     cursor.beginEditBlock()
     if keep < len(shown) and keep < len(lines):  # the line that changed keeps its beginning
         same = _same_start(shown[keep], lines[keep])
-        text = _text(lines[keep])
+        text = line_text(lines[keep])
         family = _mono_family()
         cursor.setPosition(doc.findBlockByNumber(keep).position() + _units(text[:same]))
         cursor.setPosition(doc.characterCount() - 1, QTextCursor.MoveMode.KeepAnchor)
@@ -196,3 +198,49 @@ def replace_lines(doc: QTextDocument, shown: list[Line], lines: list[Line], *, w
             cursor.removeSelectedText()
         write_lines(doc, lines[keep:], wrap=wrap, after=keep)
     cursor.endEditBlock()
+
+
+#: A long line's rows are found a window of about this many characters at a time (:func:`wrap_starts`).
+WRAP_WINDOW_CHARS = 2400
+
+
+def wrap_starts(line: Line, width: float, font: QFont) -> Iterator[list[int] | None]:
+    """Where the rows of ``line`` start (0 first, in characters) when one paragraph shows it wrapped at ``width``, as a
+    piece (default font ``font``, no margin) lays it out: the line is written a window at a time into a document of
+    its own, with its colours, and laid out; None after each window (so a caller spreads the work over turns of the
+    event loop), then the starts. Wrapping decides a row from where it starts and what fits in it, so a window's rows
+    are the whole line's but its last two (which the window's end may have cut short): the next window starts at the
+    last of them."""
+    doc = QTextDocument()
+    doc.setUndoRedoEnabled(False)
+    doc.setDefaultFont(font)
+    doc.setDocumentMargin(0)
+    doc.setTextWidth(width)
+    size = text_length(line)
+    starts, pos, window = [0], 0, WRAP_WINDOW_CHARS
+    while True:
+        end = min(size, pos + window)
+        part = split_line(line, [pos, end - pos, size - end])[1]
+        doc.clear()
+        write_lines(doc, [part], wrap=True, after=0)
+        block = doc.firstBlock()
+        doc.documentLayout().blockBoundingRect(block)  # (laid out)
+        layout = block.layout()
+        text = block.text()
+        rows = [chars(text, layout.lineAt(i).textStart()) for i in range(layout.lineCount())]
+        if end >= size:
+            yield starts + [pos + row for row in rows[1:]]
+            return
+        if len(rows) < 3:  # (rows longer than a window: a wider one)
+            window *= 2
+            continue
+        starts += [pos + row for row in rows[1:-1]]
+        pos += rows[-2]
+        yield None
+
+
+def chars(text: str, units: int) -> int:
+    """How many characters of ``text`` its first ``units`` UTF-16 code units are."""
+    if text.isascii():
+        return units
+    return len(text.encode("utf-16-le", "surrogatepass")[:2 * units].decode("utf-16-le", "surrogatepass"))

@@ -7,7 +7,8 @@ finished lines since then the line being written (with the lines of a string sti
 the line being written is replaced from where it changed, and once finished it stays the paragraph it
 was (not written again elsewhere). A line longer than
 :data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
-beginning becomes a paragraph of that size at a time (in the turn's one edit), so
+beginning becomes a paragraph of about that size at a time (in the turn's one edit), ending where a row of the line
+being written started when it was last laid out (so the cut shows no line break of its own), so
 neither the lexer nor the layout sees the whole line on a flush. So a flush costs the line being written, not the block. Lines are the
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
 cursor, an edit's lines as one plain text and each line's colours its paragraph's layout's formats
@@ -17,17 +18,20 @@ glyph a character: what shaping gives ASCII in a monospace font), and once the c
 piece showing it and the later ones shape their text (:meth:`Piece.shape`). Copy copies the whole code, the Wrap toggle applies to
 every piece (one shared scroll bar when lines do not wrap). Once the block closes, the lines shown are checked against the
 block highlighted whole (a step per turn of the event loop), and the pieces that differ (a lexer
-rule over several lines) are set again, one a turn; a line cut while it streamed stays in its paragraphs.
+rule over several lines) are set again, one a turn; a line cut while it streamed stays in its paragraphs, each
+made to end where a row of the line shown whole ends (so no cut shows as a line break: again when the block's width
+changes; unwrapped, the line is one paragraph).
 """
 
 from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
 from PySide6.QtCore import QSize, QSizeF, Qt, QTimer
-from PySide6.QtGui import QContextMenuEvent, QFont, QGuiApplication, QResizeEvent, QWheelEvent
+from PySide6.QtGui import QContextMenuEvent, QFont, QGuiApplication, QResizeEvent, QShowEvent, QWheelEvent
 from PySide6.QtWidgets import QFrame, QLabel, QScrollBar, QSizePolicy, QTextBrowser, QVBoxLayout, QWidget
 
 from ui import markdown, theme
@@ -57,6 +61,23 @@ PIECE_CHARS = 6000
 MAX_LINES_CHARS = 3500
 #: The check against the whole block works at most this long per turn of the event loop.
 CHECK_SLICE_S = 0.004
+
+
+def _row_sizes(sizes: list[int], rows: list[int] | None) -> list[int]:
+    """The sizes of a cut line's paragraphs (``sizes``: as it was cut) with each one ending where a row of the line
+    shown whole starts (``rows``: the rows' starts, :func:`ui.chat.view.code_draw.wrap_starts`): each cut moved back
+    to the row it is in, so that the paragraphs show the line's rows and no break of their own (a paragraph shorter
+    than a row comes out empty). ``rows`` None (not wrapped): one paragraph, the whole line (the others empty)."""
+    total = sum(sizes)
+    if rows is None:
+        return [total] + [0] * (len(sizes) - 1)
+    cuts, at, last = [], 0, 0
+    for size in sizes[:-1]:
+        at += size
+        last = max(last, rows[bisect_right(rows, at) - 1])
+        cuts.append(last)
+    ends = [*cuts, total]
+    return [end - start for start, end in zip([0, *cuts], ends, strict=True)]
 
 
 #: What a piece laid out without text shaping does not show as shaping would (a block rendered whole does): a
@@ -196,7 +217,14 @@ class CodeStream(QWidget):
         layout.addWidget(self.bar)
         self.recent = self._piece()
         self._done_blocks: list[Line] = []  # the recent piece's finished paragraphs (above the live ones)
+        self._carry: Line = ()  # the runs cut off the line being written, not a paragraph yet (_carry_rows)
         self._done_shown: list[Line] = []  # their lines
+        self._whole: list[Line] | None = None  # the closed block's lines, highlighted whole (once checked)
+        self._long_lines = False  # a line of it was cut while it streamed
+        self._rows_width = 0  # the width its cut lines' paragraphs were last made to end where their rows do at
+        #: The width every cut made while it streamed ended where a row did at (0: none made yet; -1: some ended
+        #: elsewhere, or at another width): the closing check at that width need not look for the rows.
+        self._cut_width = 0
         self._set_header()
 
     @property
@@ -291,15 +319,44 @@ class CodeStream(QWidget):
             size, part = self.lines.cut(code[self._cut:self._cut + window])
             self._cut += size
             budget -= size
-            self._done_blocks.append(part)
+            self._carry += part
+            self._carry_rows()
         return more
+
+    def _carry_rows(self) -> None:
+        """Make the beginning of the cut line's runs not shown as paragraphs yet (``_carry``) a paragraph, up to where
+        the last of its rows starts (as the live paragraph, which starts with them, was laid out in the last turn):
+        a paragraph that ends where a row does shows no line break of its own. Without rows to go by (the text came
+        in a burst, not laid out yet, or the block is not shown), the runs are a paragraph as they are."""
+        size = text_length(self._carry)
+        at = 0
+        blocks = self._blocks.get(self.recent, [])
+        block = self.recent.document().lastBlock()
+        layout = block.layout()
+        if blocks and layout is not None and layout.lineCount() > 1:
+            text, carried = block.text(), code_draw.line_text(self._carry)
+            if text[:len(carried)] == carried[:len(text)]:  # (it starts with the runs: not a paragraph of its own yet)
+                for i in range(layout.lineCount() - 1, 0, -1):
+                    start = code_draw.chars(text, layout.lineAt(i).textStart())
+                    if start <= size:
+                        at = start
+                        break
+        width = self.recent.viewport().width()
+        if not at:  # (no row to go by: a paragraph of the runs as they are, whose end shows as a break till it closes)
+            at = size
+            self._cut_width = -1
+        elif self._cut_width != width:
+            self._cut_width = width if not self._cut_width else -1  # (-1: cut at rows of two widths, or at none)
+        head, self._carry = split_line(self._carry, [at, size - at])
+        self._done_blocks.append(head)
 
     def _finish(self, done: list[Line], *, head: int = 0) -> None:
         """Lines highlighted for good, for the recent piece's finished paragraphs (drawn with the line being
         written, in one edit: :meth:`_show_recent`). ``head``: the first line starts with this many runs
         already there (a cut line's pieces)."""
         self._done_shown.extend(done)
-        blocks = [done[0][head:], *done[1:]] if head else done
+        blocks = [self._carry + done[0][head:], *done[1:]] if head else done
+        self._carry = ()
         self._done_blocks.extend(blocks if blocks[0] or not head else blocks[1:])
 
     def _show_recent(self, live: list[Line]) -> None:
@@ -317,6 +374,8 @@ class CodeStream(QWidget):
             self._recent_start = self._cut
             self._done_blocks, self._done_shown = [], []
         self._shown[piece] = [*self._done_shown, *live]
+        if self._carry:  # the line being written starts with the runs cut off it not made a paragraph yet
+            live = [self._carry + (live[0] if live else ()), *live[1:]]
         blocks = [*self._done_blocks, *live]
         if self._blocks.get(piece, []) != blocks:
             self._set(piece, blocks)
@@ -343,6 +402,7 @@ class CodeStream(QWidget):
                 yield None
             else:
                 whole = step
+        self._whole = whole
         yield from self._mend(whole)
 
     def _check_step(self) -> None:
@@ -359,9 +419,11 @@ class CodeStream(QWidget):
     def _mend(self, whole: list[Line]) -> Iterator[None]:
         """Show the whole block's highlight: each piece keeps its lines; a line cut while it streamed
         keeps its paragraphs when their colours are the whole line's (setting a 50 KB line whole would
-        lay it out at once), else it gets the whole line's colours, cut where it was. A step at a time
-        (None after each slice of work): a cut line is compared a paragraph a step, and a piece that
-        differs is set again in a step of its own."""
+        lay it out at once), else it gets the whole line's colours, cut where it was. Shown and wrapped, each
+        cut first moves back to where the row it is in starts when the line is shown whole (the rows found a
+        window a step, :func:`ui.chat.view.code_draw.wrap_starts`), so no cut shows as a line break; unwrapped, the
+        line is one paragraph. A step at a time (None after each slice of work): a cut line is compared a
+        paragraph a step, and a piece that differs is set again in a step of its own."""
         pieces = self.pieces
         flat = [(piece, block) for piece in pieces for block in self._blocks.get(piece, [])]
         blocks: dict[Piece, list[Line]] = {piece: [] for piece in pieces}
@@ -381,20 +443,53 @@ class CodeStream(QWidget):
                 continue
             parts = [block for _piece, block in taken]
             yield None
-            whole_parts = split_line(line, [text_length(part) for part in parts])
-            same = True
+            sizes = [text_length(part) for part in parts]
+            want_sizes = _row_sizes(sizes, None) if not self.wrap else sizes
+            if self.wrap and self.isVisible() and (width := owner.viewport().width()) > 0:
+                self._rows_width = width
+                # (Cut where its rows start at this width while it streamed: kept. Else the rows are looked for.)
+                for rows in code_draw.wrap_starts(line, width, owner.document().defaultFont()) if (
+                        width != self._cut_width) else ():
+                    if rows is None:
+                        yield None
+                    else:
+                        want_sizes = _row_sizes(sizes, rows)
+            whole_parts = split_line(line, want_sizes)
+            same = want_sizes == sizes
             for part, want in zip(parts, whole_parts, strict=True):  # (equal for each part: for the line)
+                if not same:
+                    break
                 yield None
                 if colours(part) != colours(want):
                     same = False
-                    break
+            self._long_lines = True
             for (piece, _block), part in zip(taken, parts if same else whole_parts, strict=True):
-                blocks[piece].append(part)
+                if part:
+                    blocks[piece].append(part)
         for piece in pieces:
             self._shown[piece] = shown[piece]
             if self._blocks.get(piece, []) != blocks[piece]:
                 yield None  # a piece set again a turn
                 self._set(piece, blocks[piece])
+
+    def _mend_again(self) -> None:
+        """The closed block's cut lines shown again as the width or the Wrap toggle now has them (:meth:`_mend`)."""
+        if self._whole is not None and self._long_lines:
+            started = self._check is not None
+            self._check = self._mend(self._whole)
+            if not started:
+                QTimer.singleShot(0, self, self._check_step)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width() and self.wrap and self._whole is not None:
+            self._cut_width = -1  # (its cuts no longer end where rows do, once the block's paragraphs were moved)
+            self._mend_again()  # a cut line's paragraphs end where its rows end at the new width
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self.wrap and self._rows_width != self.recent.viewport().width():
+            self._mend_again()  # (a cut line's rows are found on screen, where the block has its width)
 
     # -- Copy and Wrap ------------------------------------------------------------------------
     def _on_link(self, url: str) -> None:
@@ -409,6 +504,7 @@ class CodeStream(QWidget):
         self._set_header()
         for piece in self.pieces:
             self._set(piece, self._blocks.get(piece, []), anew=True)
+        self._mend_again()  # a cut line: one paragraph unwrapped, its rows' paragraphs wrapped
         if wrap:
             self.bar.hide()
             self._scroll(0)

@@ -34,7 +34,7 @@ from typing import Any
 
 from workspace.tools.base import ToolContext
 from workspace.tools.decorator import tool
-from workspace.tools.files.common import _write_in_thread
+from workspace.tools.files.common import _stoppable_in_thread, _write_in_thread
 from workspace.tools.files.patch import _apply_patch
 from workspace.tools.files.reading import _list_files, _read_file, _search_files
 from workspace.tools.files.writing import _create_file, _delete_file, _edit_file, _rename_file, _write_file
@@ -68,7 +68,7 @@ def list_files(path: str = ".", recursive: bool = False, pattern: str | None = N
 
 
 @tool(name="search_files", read_only=True)
-def search_files(query: str, path: str = ".", regex: bool = False, case_sensitive: bool | None = None,
+async def search_files(query: str, path: str = ".", regex: bool = False, case_sensitive: bool | None = None,
                  pattern: str | None = None, max_results: int = 100, context: ToolContext | None = None) -> Any:
     """Find lines matching a text or regular expression in the opened folder's files.
 
@@ -80,7 +80,8 @@ def search_files(query: str, path: str = ".", regex: bool = False, case_sensitiv
         pattern: file name glob, e.g. "*.py"
         max_results: at most 500
     """
-    return _search_files(query, path, regex, case_sensitive, pattern, max_results, context=context)
+    return await _stoppable_in_thread(_search_files, query, path, regex, case_sensitive, pattern, max_results,
+                                      context=context)
 
 
 @tool(name="write_file", read_only=False, destructive=False)

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import functools
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,10 @@ MAX_SEARCH_RESULTS = 500
 MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
 #: The longest a search (the walk and every match) runs before it stops and says so.
 MAX_SEARCH_SECONDS = 20.0
+#: A regular expression matches a line in slices of time, the first this long, each twice the last up to
+#: MAX_MATCH_SLICE_SECONDS: a cancelled search ends within a slice.
+MATCH_SLICE_SECONDS = 0.05
+MAX_MATCH_SLICE_SECONDS = 1.0
 MAX_EDIT_BYTES = 16 * 1024 * 1024
 MAX_DIFF_CHARS = 4000
 
@@ -60,6 +65,22 @@ def _guard(fn: F) -> F:
             return ToolOutput(str(exc), is_error=True)
 
     return wrapper  # type: ignore[return-value]
+
+
+#: The flag a reading tool's worker thread is given (:func:`_stoppable_in_thread`).
+_stop_flag = threading.Event
+
+
+async def _stoppable_in_thread(fn: Callable[..., Any], *args: Any, context: ToolContext | None) -> Any:
+    """Run a reading tool's work in a worker thread with a flag (``stop``) it looks at between steps: set when the
+    call is cancelled (Stop), so the thread ends soon after instead of running on to its time limit (a thread
+    cannot be stopped from outside; cancelling the task only stops waiting for it)."""
+    stop = _stop_flag()
+    try:
+        return await asyncio.to_thread(fn, *args, context=context, stop=stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
 
 
 async def _write_in_thread(fn: Callable[..., Any], *args: Any, context: ToolContext | None) -> Any:

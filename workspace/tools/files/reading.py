@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import threading
 import time
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -12,7 +13,9 @@ from workspace.diffing import sniff, split_lines, strip_eol
 from workspace.sandbox import SKIPPED_DIRS, display_path, is_temp_name
 from workspace.tools.base import ToolContext
 from workspace.tools.files.common import (
+    MATCH_SLICE_SECONDS,
     MAX_LIST_ENTRIES,
+    MAX_MATCH_SLICE_SECONDS,
     MAX_READ_CHARS,
     MAX_READ_LINES,
     MAX_SEARCH_FILE_BYTES,
@@ -326,8 +329,12 @@ def _list_files(path: str = ".", recursive: bool = False, pattern: str | None = 
 
 @_guard
 def _search_files(query: str, path: str = ".", regex: bool = False, case_sensitive: bool | None = None,
-                  pattern: str | None = None, max_results: int = 100, context: ToolContext | None = None) -> Any:
+                  pattern: str | None = None, max_results: int = 100, context: ToolContext | None = None,
+                  stop: threading.Event | None = None) -> Any:
+    """``stop``: set when the call is cancelled; looked at between files and lines, and between the slices of
+    time a regular expression matches one line in (a backtracking pattern ends a slice after it is set)."""
     ws = _workspace(context)
+    stop = stop or threading.Event()
     if not query:
         raise Refused("query is empty; give the text (or regex=true pattern) to search for")
     base = ws.sandbox.resolve(path)
@@ -347,7 +354,19 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
                           "the literal text") from None
 
         def search(line: str) -> Any:
-            return compiled.search(line, timeout=max(0.001, deadline - time.monotonic()), concurrent=True)
+            # In slices of time, each twice the last up to MAX_MATCH_SLICE_SECONDS, until the search's time is up:
+            # a cancelled search's thread ends within a slice (`regex` stops a match at its timeout alone), and a
+            # match that takes less than the longest slice takes less than twice again its own time (each slice
+            # matches the line from its start). A line that takes longer never matches: the search runs out of time.
+            slice_s = MATCH_SLICE_SECONDS
+            while True:
+                left = deadline - time.monotonic()
+                if stop.is_set() or left <= 0:
+                    raise TimeoutError
+                try:
+                    return compiled.search(line, timeout=max(0.001, min(left, slice_s)), concurrent=True)
+                except TimeoutError:
+                    slice_s = min(2 * slice_s, MAX_MATCH_SLICE_SECONDS)
     else:
         search = re.compile(re.escape(query), 0 if sensitive else re.IGNORECASE).search
     limit = max(1, min(int(max_results), MAX_SEARCH_RESULTS))
@@ -357,7 +376,7 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
         candidates = [] if is_temp_name(base.path.name) else [base.rel]
     elif base.path.is_dir():
         for root, dirs, files in os.walk(base.path, followlinks=False):
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or stop.is_set():
                 break  # said below, as a search out of time
             dirs[:] = sorted(d for d in dirs if not _skip_dir(d))
             rel_root = ws.sandbox.relative(root)
@@ -380,7 +399,7 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
     truncated = False
     out_of_time = time.monotonic() > deadline
     for rel in candidates:
-        if out_of_time or time.monotonic() > deadline:
+        if out_of_time or time.monotonic() > deadline or stop.is_set():
             out_of_time = True
             break
         if pattern and not _match(pattern, rel):
@@ -400,6 +419,9 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
             continue
         searched += 1
         for n, line in enumerate(split_lines(fmt.decode(data)), start=1):
+            if stop.is_set():
+                out_of_time = True
+                break
             try:
                 found = search(line)
             except TimeoutError:
