@@ -220,6 +220,16 @@ async def test_a_cancelled_regex_search_tells_its_thread_to_stop_and_the_thread_
     assert [flag.sets for flag in flags] == [1] and flags[0].seen >= 1
 
 
+async def test_a_line_too_slow_for_a_regex_is_skipped_and_the_search_goes_on(call: Harness, folder: Path) -> None:
+    """A line the pattern backtracks on for more than the longest slice is skipped and named; the lines after it are
+    still searched (the search did not spend the rest of its 20 s on it)."""
+    (folder / "trap.txt").write_text("a" * 60 + "!\n" + "aaaa\n", encoding="utf-8")
+    out = await call("search_files", query="(a|aa)+$", regex=True, path="trap.txt")
+    assert [(m["line"], m["text"]) for m in out.data["matches"]] == [(2, "aaaa")]
+    assert "trap.txt:1" in out.data["note"] and "skipped" in out.data["note"]
+    assert not out.data.get("truncated")
+
+
 async def test_reads_see_this_runs_proposals(call: Harness, folder: Path) -> None:
     await call("edit_file", path="notes.txt", search="beta", replace="BETA")
     await call("create_file", path="docs/new.md", content="# new beta\n")

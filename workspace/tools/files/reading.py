@@ -327,6 +327,10 @@ def _list_files(path: str = ".", recursive: bool = False, pattern: str | None = 
     return out
 
 
+class _SlowLine(Exception):
+    """A line a regular expression did not match within :data:`MAX_MATCH_SLICE_SECONDS`: skipped, and said."""
+
+
 @_guard
 def _search_files(query: str, path: str = ".", regex: bool = False, case_sensitive: bool | None = None,
                   pattern: str | None = None, max_results: int = 100, context: ToolContext | None = None,
@@ -354,10 +358,10 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
                           "the literal text") from None
 
         def search(line: str) -> Any:
-            # In slices of time, each twice the last up to MAX_MATCH_SLICE_SECONDS, until the search's time is up:
-            # a cancelled search's thread ends within a slice (`regex` stops a match at its timeout alone), and a
-            # match that takes less than the longest slice takes less than twice again its own time (each slice
-            # matches the line from its start). A line that takes longer never matches: the search runs out of time.
+            # In slices of time, each twice the last up to MAX_MATCH_SLICE_SECONDS: a cancelled search's thread ends
+            # within a slice (`regex` stops a match at its timeout alone), and a match that takes less than the
+            # longest slice takes less than twice again its own time (each slice matches the line from its start).
+            # A line that needs more is skipped (_SlowLine, said in the result), the search going on with the next.
             slice_s = MATCH_SLICE_SECONDS
             while True:
                 left = deadline - time.monotonic()
@@ -366,6 +370,8 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
                 try:
                     return compiled.search(line, timeout=max(0.001, min(left, slice_s)), concurrent=True)
                 except TimeoutError:
+                    if slice_s >= MAX_MATCH_SLICE_SECONDS and left > slice_s:
+                        raise _SlowLine from None
                     slice_s = min(2 * slice_s, MAX_MATCH_SLICE_SECONDS)
     else:
         search = re.compile(re.escape(query), 0 if sensitive else re.IGNORECASE).search
@@ -396,6 +402,7 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
     matches: list[dict[str, Any]] = []
     searched = 0
     skipped = 0
+    slow: list[str] = []  # "path:line" of the lines too slow to match (regular expressions)
     truncated = False
     out_of_time = time.monotonic() > deadline
     for rel in candidates:
@@ -424,6 +431,9 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
                 break
             try:
                 found = search(line)
+            except _SlowLine:
+                slow.append(f"{rel}:{n}")
+                continue
             except TimeoutError:
                 out_of_time = True
                 break
@@ -452,6 +462,10 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
     if truncated:
         out["truncated"] = True
         notes.append(f"Stopped after {limit} matches; narrow the search with path or pattern, or raise max_results.")
+    if slow:
+        shown = ", ".join(slow[:5]) + (f" and {len(slow) - 5} more" if len(slow) > 5 else "")
+        notes.append(f"{len(slow)} line(s) took the regular expression more than {MAX_MATCH_SLICE_SECONDS:g} s each and "
+                     f"were skipped ({shown}): write it so it cannot backtrack (no nested repeats such as (a+)+).")
     if skipped:
         notes.append(f"{skipped} file(s) larger than {MAX_SEARCH_FILE_BYTES // (1024 * 1024)} MB were not searched.")
     if any(m.get("pending") for m in matches):
