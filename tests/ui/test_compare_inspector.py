@@ -123,3 +123,29 @@ async def test_the_inspector_shows_the_selected_candidates_tool_calls_with_resul
     window.threads.new()
     await wait_until(lambda: comparisons.view is None, what="one chat again")
     assert not pane.source.isVisible() and calls(pane) == []
+
+
+async def test_a_comparison_closed_before_its_first_message_leaves_no_empty_threads(
+        compare_app: Any, server: FakeLLMServer) -> None:
+    from ui.compare.session import CandidateSpec
+
+    window = compare_app.window
+    comparisons = window.comparisons
+    store = compare_app.controller.workspace.store
+    before = {t.id for t in store.list_threads()}
+    base = server.base_url + "/v1"
+    assert comparisons.start([CandidateSpec("file-helper", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    made = {s.thread_id for s in comparisons.session.sessions}
+    assert len(made) == 3 and made <= {t.id for t in store.list_threads()}
+    comparisons.close()  # "Back to one chat" with nothing sent
+    assert {t.id for t in store.list_threads(include_deleted=True)} == before
+    # and one that was sent keeps its threads
+    assert comparisons.start([CandidateSpec("file-helper", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    kept = {s.thread_id for s in comparisons.session.sessions}
+    window.composer.set_text("Look around the folder.")
+    window.composer.submit()
+    await wait_until(lambda: not comparisons.running and comparisons.stats is not None
+                     and all(c.status == "finished" for c in comparisons.stats.columns),
+                     timeout=120, what="the three candidates' answers")
+    comparisons.close()
+    assert kept <= {t.id for t in store.list_threads()}

@@ -88,6 +88,17 @@ class CompareSession:
         self.sessions, self.active = sessions, list(range(len(sessions)))
         return self.labels
 
+    def discard_unsent(self) -> int:
+        """Remove the candidates' threads that hold nothing yet (the comparison closed before its first message:
+        they would stay in the thread list as empty "Untitled thread" rows); returns how many went."""
+        store = self.workspace.store
+        gone = 0
+        for session in self.sessions:
+            if not store.turns(session.thread_id):
+                store.purge_thread(session.thread_id)
+                gone += 1
+        return gone
+
     @classmethod
     def reopen(cls, workspace: Workspace, thread_id: str) -> CompareSession | None:
         """The comparison thread ``thread_id`` is a candidate of, its candidates' threads opened again (their

@@ -678,7 +678,9 @@ class Comparisons(QObject):
         if not keep_review:
             self._hide_review()
         if self.session is not None:
-            self.session = None
+            compare, self.session = self.session, None
+            if not compare.message and compare.discard_unsent():  # closed before its first message: no empty rows
+                self.services.session.threads_changed.emit()
             self.changed.emit(None)
 
     # -- the combined review ------------------------------------------------------------------------------------
