@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QVBoxLayout,
@@ -21,12 +22,12 @@ from workspace.session.compare import MAX_CANDIDATES
 
 def choices(robot: str, *, robots: Sequence[str], models: Sequence[tuple[str, str | None]]) -> list[
         tuple[str, CandidateSpec]]:
-    """What the dialog offers beside ``robot`` (the first candidate): the same robot again, ``robot`` with each
-    of ``models`` (id, server), each other robot with its own model."""
+    """What the dialog offers beside ``robot`` (the first candidate): the same robot again, each other robot with
+    its own model (a handful), then ``robot`` with each of ``models`` (id, server: a hosted provider lists dozens)."""
     out = [(f"{robot} again (its own model)", CandidateSpec(robot))]
+    out += [(f"{name} (robot)", CandidateSpec(name)) for name in robots if name != robot]
     out += [(f"{robot} with {model}", CandidateSpec(robot, model=model, api_base=api_base))
             for model, api_base in models]
-    out += [(f"{name} (robot)", CandidateSpec(name)) for name in robots if name != robot]
     return out
 
 
@@ -43,6 +44,12 @@ class CompareDialog(QDialog):
         most = MAX_CANDIDATES - 1
         layout.addWidget(QLabel(f"The next message goes to <b>{robot}</b> and to the candidates you check "
                                 f"(1 to {most}); their answers stream side by side."))
+        self.filter = QLineEdit(self)
+        self.filter.setPlaceholderText("Filter the candidates (a model or robot name)")
+        self.filter.setAccessibleName("Filter the candidates")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._filter)
+        layout.addWidget(self.filter)
         self.list = QListWidget(self)
         self.list.setAccessibleName("Candidates")
         for text, _spec in self._options:
@@ -61,6 +68,14 @@ class CompareDialog(QDialog):
         layout.addWidget(self.buttons)
         self.list.itemChanged.connect(lambda _item: self._check())
         self._check()
+
+    def _filter(self, text: str) -> None:
+        """Rows whose text holds every word typed (any case) show; a checked row always does."""
+        words = text.lower().split()
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            shown = item.checkState() == Qt.CheckState.Checked or all(w in item.text().lower() for w in words)
+            item.setHidden(not shown)
 
     def checked(self) -> list[CandidateSpec]:
         return [spec for row, (_text, spec) in enumerate(self._options)
