@@ -7,8 +7,9 @@ Cases (each in a fresh Python process, so its peak RSS is its own; the app's mod
 - ``server N``: ``MCPManager.tools_for`` of a real stdio server listing N tools (tests/fakes/mcp_bad_server.py
   ``many N``, pages of 500), then one ``status()``: the time, the tools offered, the peak RSS;
 - ``result MB``: one call of a real server's tool answering MB MiB of text (tests/faults/mcp_fault_server.py
-  ``huge``): the time, the characters the ToolOutput keeps (distinct strings), the peak RSS. The SDK reads
-  and parses the whole message before the client sees it, so the time and peak are mostly the SDK's.
+  ``huge``): the time, the characters the ToolOutput keeps (distinct strings), the peak RSS. The whole
+  message is read and parsed before the client sees it; past ``workspace.mcp.stdio.MAX_LINE_BYTES`` (64 MiB)
+  the call fails, saying so (``failed``), after reading only that much.
 
 ``--old DIR`` runs every case with DIR's ``workspace`` too (e.g. ``git archive`` of main's commit in /tmp),
 alternating new and old runs, ``--rounds`` of each; medians are printed with the load average of the minute.
@@ -61,8 +62,15 @@ else:
             else:
                 await manager.tools_for(["fault"])
                 wall, cpu = time.perf_counter(), time.thread_time()
-                result = await manager.call_tool("fault", "huge", {"mb": arg})
+                try:
+                    result = await manager.call_tool("fault", "huge", {"mb": arg})
+                except Exception as exc:  # a line past the transport's limit fails the server, saying so
+                    out.update(wall=time.perf_counter() - wall, cpu=time.thread_time() - cpu,
+                               failed=str(exc)[:110], peak_mib=peak())
+                    print(json.dumps(out)); return
                 out.update(wall=time.perf_counter() - wall, cpu=time.thread_time() - cpu)
+                if result.is_error:  # a line past the transport's limit: the call's error says so
+                    out.update(failed=str(result.data)[:110])
                 seen, kept = set(), 0
                 stack = [result.data, result.raw]
                 while stack:
@@ -78,8 +86,9 @@ else:
         finally:
             await manager.aclose()
     asyncio.run(main())
-out.update(peak_mib=peak())
-print(json.dumps(out))
+if "peak_mib" not in out:  # (printed already by a call that raised)
+    out.update(peak_mib=peak())
+    print(json.dumps(out))
 '''
 
 
@@ -105,6 +114,8 @@ def summary(rows: list[dict[str, object]]) -> str:
     for key in ("tools", "status_tools", "kept_chars", "peak_mib"):
         if key in rows[0]:
             parts.append(f"{key} {statistics.median(int(r[key]) for r in rows):,}")  # type: ignore[arg-type]
+    if "failed" in rows[0]:
+        parts.append(f"failed: {rows[0]['failed']}")
     return ", ".join(parts)
 
 

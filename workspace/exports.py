@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -58,6 +59,23 @@ __all__ = [
 EMBED_IMAGE_BYTES = 512 * 1024
 #: Export formats by name (the CLI's ``--format``) and their file suffix.
 FORMATS: dict[str, str] = {"md": ".md", "json": ".json", "jsonl": ".jsonl"}
+
+
+def read_results_file(path: str | os.PathLike[str]) -> str:
+    """The text of a results JSON file a person names (to import), read bounded
+    (:data:`~workspace.readlimits.RESULTS_FILE_BYTES`, a regular file only: a FIFO does not wait, a link to
+    ``/dev/zero`` is not read); :class:`ImportFormatError` naming the file and the fix when it cannot be."""
+    from workspace.readlimits import RESULTS_FILE_BYTES, FileLimitError, read_text_bounded
+
+    try:
+        return read_text_bounded(path, RESULTS_FILE_BYTES, "results file")
+    except FileLimitError as exc:
+        raise ImportFormatError(str(exc)) from None
+    except OSError as exc:
+        raise ImportFormatError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"{path} is not UTF-8 text ({exc}); give a JSON file of RobotLab results "
+                                "(as `robotlab threads export ID --format json` writes)") from exc
 
 
 class ImportFormatError(Error):

@@ -25,7 +25,9 @@ from workspace.errors import ConfigurationError
 __all__ = [
     "CONFIG_FILE_BYTES",
     "IGNORE_FILE_BYTES",
+    "INPUT_FILE_BYTES",
     "NETWORK_FILE_BYTES",
+    "RESULTS_FILE_BYTES",
     "ROBOT_FILE_BYTES",
     "SCRIPT_HEAD_BYTES",
     "SKILL_FILE_BYTES",
@@ -48,6 +50,10 @@ SCRIPT_HEAD_BYTES = 64 * 1024
 #: A configuration file: ``config.yaml`` (the user's and the folder's), trust and approval rules,
 #: an eval file, MCP server lists, a script tool's description.
 CONFIG_FILE_BYTES = _MiB
+#: A JSON file of results to import (``robotlab threads import``, the window's Import, an eval's ``thread:``).
+RESULTS_FILE_BYTES = 64 * _MiB
+#: A file of text named on the command line (``robotlab review --merge HUNK=FILE``).
+INPUT_FILE_BYTES = 16 * _MiB
 #: A folder's ``.gitignore`` (git itself skips one over 100 MB; a larger one counts as absent here).
 IGNORE_FILE_BYTES = _MiB
 

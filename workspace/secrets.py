@@ -135,14 +135,42 @@ def keys_file() -> Any:
     return paths.config_dir() / "keys.json"
 
 
-def _file_keys() -> dict[str, str]:
+class KeysFileError(OSError):
+    """The keys file exists but cannot be read as keys (a FIFO, a device, too large, not a JSON object, not
+    UTF-8): nothing is written over it, the message names the file and the fix."""
+
+
+_warned_keys_file: set[str] = set()
+
+
+def _file_keys(*, strict: bool = False) -> dict[str, str]:
+    """The keys in the keys file; none when there is no such file. A file that cannot be read as keys is read
+    bounded (:func:`workspace.readlimits.read_bounded`: never waited on, never read past its limit) and is a
+    :class:`KeysFileError` when ``strict`` (a write would lose the keys it holds), else a warning (once per
+    problem) and no keys."""
     import json
 
+    from workspace.errors import ConfigurationError
+    from workspace.readlimits import CONFIG_FILE_BYTES, read_bounded
+
+    path = keys_file()
     try:
-        data = json.loads(keys_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_bounded(path, CONFIG_FILE_BYTES, "keys file").decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object of names and keys")
+    except FileNotFoundError:
         return {}
-    return {str(k): str(v) for k, v in data.items() if isinstance(v, str) and v} if isinstance(data, dict) else {}
+    except (OSError, ValueError, ConfigurationError) as exc:
+        why = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+        message = (f"The keys file cannot be read: {why}. Nothing was written over it: fix it (a JSON object of "
+                   f"names and keys) or move it away, then save the key again")
+        if strict:
+            raise KeysFileError(message) from exc
+        if message not in _warned_keys_file:
+            _warned_keys_file.add(message)
+            log.warning("%s", message)
+        return {}
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str) and v}
 
 
 def _write_file_keys(keys: dict[str, str]) -> None:
@@ -176,7 +204,7 @@ def save_key(var: str, value: str) -> str:
     if keyring_available() and store_key(var, value):
         return key_storage()
     register_secret(value, name=var)
-    keys = _file_keys()
+    keys = _file_keys(strict=True)  # a keys file that cannot be read is not written over (its keys would go)
     keys[var] = value
     _write_file_keys(keys)
     return f"{keys_file()} (readable only by you)"
@@ -204,7 +232,7 @@ def delete_key(var: str) -> None:
             kr.delete_password(SERVICE, var)  # type: ignore[attr-defined]
         except Exception:
             pass
-    keys = _file_keys()
+    keys = _file_keys()  # an unreadable file gives no keys: nothing is written over it
     if keys.pop(var, None) is not None:
         _write_file_keys(keys)
 

@@ -124,7 +124,12 @@ def save_case(path: Path, text: str, *, robot: str) -> int:
         raise CaseError(f"{path} is a folder: give the eval file's name (a .yaml file).")
     if not path.parent.is_dir():
         raise CaseError(f"The folder {path.parent} does not exist: choose a file in an existing folder.")
-    existing = path.read_text(encoding="utf-8") if path.is_file() else None
+    from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
+
+    try:  # a FIFO or a file over the limit is refused at once, never read whole or waited on
+        existing = read_text_bounded(path, CONFIG_FILE_BYTES, "eval file") if path.exists() else None
+    except (Error, OSError, UnicodeDecodeError) as exc:
+        raise CaseError(str(exc)) from None
     candidate = appended_text(existing, case, robot=robot)
     trial = path.with_name(f".{path.name}.new")
     trial.write_text(candidate, encoding="utf-8")

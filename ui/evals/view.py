@@ -68,10 +68,13 @@ def load_last(eval_path: Path) -> Verdicts | None:
     key = str(eval_path.resolve())
     if key in _LAST:
         return _LAST[key]
+    from workspace.errors import ConfigurationError
+    from workspace.readlimits import RESULTS_FILE_BYTES, read_text_bounded
+
     try:
-        rows = json.loads(last_run_file(eval_path).read_text(encoding="utf-8"))["results"]
+        rows = json.loads(read_text_bounded(last_run_file(eval_path), RESULTS_FILE_BYTES, "last eval report"))["results"]
         found = {(str(r["case"]), str(r["robot"]), str(r["model"])): bool(r["passed"]) for r in rows}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, ConfigurationError):  # (a FIFO, too large: no last run)
         return None
     _LAST[key] = found
     return found
@@ -107,10 +110,14 @@ def tokens_text(input_tokens: int, output_tokens: int, cost: float | None) -> st
 
 
 def file_digest(path: Path) -> str | None:
-    """The SHA-256 of the eval file's bytes (None: it cannot be read), to notice an edit saved during a run."""
+    """The SHA-256 of the eval file's bytes (None: it cannot be read, or it is not a regular file of at most
+    :data:`~workspace.readlimits.CONFIG_FILE_BYTES`, as an eval file is), to notice an edit saved during a run."""
+    from workspace.errors import ConfigurationError
+    from workspace.readlimits import CONFIG_FILE_BYTES, read_bounded
+
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_bounded(path, CONFIG_FILE_BYTES, "eval file")).hexdigest()
+    except (OSError, ConfigurationError):
         return None
 
 

@@ -479,8 +479,7 @@ def thread_fork(session: Any) -> Fork:
             session.notice.emit("Stop the current run (Esc) first.")
             return False
         store = session.require_store()
-        turn_id = next((turn for turn, event in store.thread_events(thread.thread_id)
-                        if isinstance(event, ev.RunStarted) and event.run_id == run_id), None)
+        turn_id = store.turn_of_run(thread.thread_id, run_id)
         if turn_id is None:
             session.problem.emit("That run is not a turn of the open thread: open its thread to fork it")
             return False

@@ -69,7 +69,7 @@ class Transfer(QObject):
         try:
             from workspace import exports
 
-            thread = exports.import_results_json(s.session.require_store(), path.read_text(encoding="utf-8"))
+            thread = exports.import_results_json(s.session.require_store(), exports.read_results_file(path))
         except Exception as exc:
             s.notices.banner(f"Import failed: {exc}")
             return

@@ -249,8 +249,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _merges(given: list[str]) -> dict[str, str]:
-    """``--merge HUNK_ID=FILE`` as ``{hunk id: the file's text}`` (FILE ``-``: standard input)."""
+    """``--merge HUNK_ID=FILE`` as ``{hunk id: the file's text}`` (FILE ``-``: standard input), each read
+    bounded (:data:`~workspace.readlimits.INPUT_FILE_BYTES`, a regular file only)."""
     from workspace.cli import CLIError
+    from workspace.errors import ConfigurationError
+    from workspace.readlimits import INPUT_FILE_BYTES, read_text_bounded
 
     out: dict[str, str] = {}
     for item in given:
@@ -258,9 +261,13 @@ def _merges(given: list[str]) -> dict[str, str]:
         if not sep or not hunk.strip() or not name.strip():
             raise CLIError(f"--merge {item!r}: give HUNK_ID=FILE (e.g. --merge c0.f1.h1=merged.py)", code=EXIT_REFUSED)
         try:
-            text = sys.stdin.read() if name.strip() == "-" else Path(name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = sys.stdin.read(INPUT_FILE_BYTES + 1) if name.strip() == "-" else \
+                read_text_bounded(Path(name), INPUT_FILE_BYTES, "merged file")
+        except (OSError, UnicodeDecodeError, ConfigurationError) as exc:
             raise CLIError(f"--merge {item}: cannot read {name}: {exc}", code=EXIT_REFUSED) from exc
+        if len(text) > INPUT_FILE_BYTES:
+            raise CLIError(f"--merge {item}: standard input holds more than the {INPUT_FILE_BYTES >> 20} MB a "
+                           "merged file may be; give a smaller merge", code=EXIT_REFUSED)
         out[hunk.strip()] = text
     return out
 

@@ -410,6 +410,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from workspace.mcp.edit import keep_secrets_out
     from workspace.mcp.importers import merge_into_file, merge_text, read_client_file
     from workspace.mcp.masking import masked_entry
+    from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
 
     result = read_client_file(Path(args.file), format=args.format)
     for note in result.notes:
@@ -426,7 +427,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 0
     target = Path(args.to).expanduser() if args.to else paths.user_config_file()
     # Only the servers that will be written have their secrets stored (a kept server's entries stay as they are).
-    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    existing = read_text_bounded(target, CONFIG_FILE_BYTES, "configuration file") if target.exists() else ""
     planned = merge_text(existing, result.servers, replace=args.replace, source=str(target))[1]
     writing = set(planned.added) | set(planned.replaced)
     stored, kept = keep_secrets_out({k: v for k, v in result.servers.items() if k in writing})

@@ -94,10 +94,14 @@ def output_schema(path: str) -> dict[str, Any]:
     import json
 
     from workspace.cli import CLIError
+    from workspace.errors import ConfigurationError
+    from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
 
     file = Path(path)
     try:
-        schema = json.loads(file.read_text(encoding="utf-8"))
+        schema = json.loads(read_text_bounded(file, CONFIG_FILE_BYTES, "output schema"))
+    except ConfigurationError as exc:  # a FIFO, a device, more than the limit: the message names the fix
+        raise CLIError(f"--output-schema {exc}") from exc
     except OSError as exc:
         raise CLIError(f"--output-schema {path}: cannot read it ({exc.strerror or exc})") from exc
     except ValueError as exc:

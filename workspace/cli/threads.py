@@ -178,15 +178,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from workspace.cli import CLIError
-    from workspace.exports import ImportFormatError, import_results_json
+    from workspace.exports import ImportFormatError, import_results_json, read_results_file
 
     path = Path(args.file)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CLIError(f"Cannot read {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise CLIError(f"{path} is not UTF-8 text ({exc}); give a JSON file of RobotLab results") from exc
+        text = read_results_file(path)
+    except ImportFormatError as exc:
+        raise CLIError(str(exc)) from exc
     with _open(args, create=True) as store:
         try:
             thread = import_results_json(store, text, robot=args.robot, title=args.title)

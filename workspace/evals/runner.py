@@ -555,12 +555,12 @@ def _thread_history(thread_id: str, base: Path) -> list[Any]:
 
     export = base / thread_id
     if export.suffix == ".json" and export.is_file():
-        from workspace.exports import ImportFormatError, import_results_json
+        from workspace.exports import ImportFormatError, import_results_json, read_results_file
 
         with tempfile.TemporaryDirectory(prefix="robotlab-eval-thread-") as scratch:
             store = Store.open(Path(scratch) / "export.db")
             try:
-                thread = import_results_json(store, export.read_text(encoding="utf-8"))
+                thread = import_results_json(store, read_results_file(export))
                 return list(store.history_messages(thread.id))
             except ImportFormatError as exc:
                 raise ConfigurationError(f"thread: {thread_id}: not a thread's export ({exc}); export one with "

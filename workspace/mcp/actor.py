@@ -43,6 +43,7 @@ from mcp import ClientSession
 from workspace.errors import MCPError
 from workspace.mcp.config import ServerSpec
 from workspace.mcp.status import ServerState
+from workspace.mcp.stdio import LineTooLong
 from workspace.mcp.transport import (
     NOT_UTF8,
     TOO_DEEP,
@@ -534,6 +535,10 @@ class ConnectionActor:
         try:
             async with sink:
                 async for item in source:
+                    if isinstance(item, LineTooLong):  # nothing more is read: the connection ends, saying why
+                        self.note(str(item))
+                        self._close_reason = str(item)
+                        return
                     if isinstance(item, Exception):
                         line = bad_line(item)
                         kind = garbage_kind(line, item)

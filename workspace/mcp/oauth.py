@@ -53,7 +53,7 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from workspace.errors import MCPError
+from workspace.errors import ConfigurationError, MCPError
 
 log = logging.getLogger("workspace.mcp")
 
@@ -167,19 +167,26 @@ class TokenStore:
 
     def _read(self) -> dict[str, Any]:
         text: str | None = None
-        if self.token_store == "file":
-            with contextlib.suppress(OSError):
-                text = self._file().read_text(encoding="utf-8")
-        else:
-            from workspace import secrets
-
-            text = secrets.get_key(self.key) if secrets.keyring_available() else None
+        where = "the keyring"
         try:
+            if self.token_store == "file":  # bounded: a FIFO or a /dev/zero link there neither waits nor fills memory
+                from workspace.readlimits import CONFIG_FILE_BYTES, read_text_bounded
+
+                where = str(self._file())
+                with contextlib.suppress(FileNotFoundError):
+                    text = read_text_bounded(self._file(), CONFIG_FILE_BYTES, "MCP sign-in file")
+            else:
+                from workspace import secrets
+
+                text = secrets.get_key(self.key) if secrets.keyring_available() else None
             data = json.loads(text) if text else {}
-        except ValueError:
-            log.warning("ignoring the unreadable sign-in of MCP server '%s'", self.server)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError, ConfigurationError) as exc:
+            log.warning("MCP server '%s': its sign-in kept in %s cannot be read (%s); it is ignored: sign in again "
+                        "(that replaces it) or sign out", self.server, where, exc)
             data = {}
-        return data if isinstance(data, dict) else {}
+        return data
 
     def _write(self, data: dict[str, Any]) -> None:
         from workspace import secrets

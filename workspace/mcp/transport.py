@@ -2,7 +2,8 @@
 
 * stdio: the command is checked before it is started (:func:`resolve_command`: found, a program, with
   what to install when it is missing); the child gets the SDK's minimal environment, the variables of
-  :data:`EXTRA_INHERITED_ENV` and its ``env``; its stderr goes to the pipe the connection reads.
+  :data:`EXTRA_INHERITED_ENV` and its ``env``; its stderr goes to the pipe the connection reads; its stdout is
+  read by :func:`workspace.mcp.stdio.stdio_client` (lines read in linear time, one at most 64 MiB).
 * streamable HTTP and SSE: the entry's headers, its time limits and the OAuth sign-in
   (:mod:`workspace.mcp.oauth`).
 
@@ -128,8 +129,9 @@ async def open_transport(
     (None when it is never signed in to); ``on_process(process)`` gets a stdio server's child process once it
     runs (see :func:`server_process`)."""
     if spec.transport == "stdio":
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.stdio import StdioServerParameters
 
+        from workspace.mcp.stdio import stdio_client
         from workspace.secrets import keep_environment_private
 
         keep_environment_private()  # (the server gets the env below; ours is not readable as /proc/$PPID/environ)

@@ -21,10 +21,11 @@ and the row holds a reference (:mod:`workspace.persistence.blobs`); reading puts
 from __future__ import annotations
 
 import json
+import re
 import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,23 @@ if TYPE_CHECKING:
 #: Events a read of many turns' events decodes between two waits of a worker reading apart while it is held back
 #: (:meth:`Database.background_held`): a few ms of CPU, where a read of 200 turns' took 20-40 ms.
 DECODED_BETWEEN_WAITS = 200
+#: Rows of one read of turns' events (the next read starts after the last row's id, the store's lock let go
+#: between them): a turn of 300,000 events was fetched in one read, all its rows at once beside their events.
+EVENT_ROWS_READ = 2000
+#: Events a repeat of which is folded into one when asked (``fold=True``): what they say replaces what the
+#: one before said (the chat shows a run's last status and a call's last progress).
+_FOLDED: tuple[type[ev.Event], ...] = (ev.RunStatus, ev.ToolProgress)
+_FOLDED_KINDS = frozenset(cls.kind for cls in _FOLDED)
+#: A stored event's number and time (``"seq":3,`` ... ``"ts":1796086816.54,``): the stamp fields come before the
+#: event's own, and a quote inside a string is escaped, so the first of each is the event's own.
+_STAMP = re.compile(r'"seq":-?\d+,|"ts":[-+.\deE]+,')
+
+
+def is_repeat(previous: ev.Event, event: ev.Event) -> bool:
+    """Whether ``event`` is a status or progress event saying what ``previous`` said (all its fields alike but
+    its time and number): one a run repeating itself (a retry loop, a server's progress notes) wrote again."""
+    return (type(event) is type(previous) and isinstance(event, _FOLDED)
+            and replace(event, ts=previous.ts, seq=previous.seq) == previous)
 
 
 def status_for(event: ev.Event) -> str:
@@ -273,45 +291,77 @@ class EventLog(Database):
                 pass  # every other kind: the row is all
         return out
 
-    def turn_events(self, turn_id: str, *, include_held: bool = True) -> list[ev.Event]:
-        """The turn's events as stored, in order (held text deltas last, as one delta per run)."""
-        rows = self._read("SELECT data FROM events WHERE turn_id = ? ORDER BY id", (turn_id,))
-        resolver = self._resolver()
-        events = [event_from_row(r["data"], resolver) for r in rows]
-        if include_held:
-            with self._lock:
-                for key, held in self._held.items():
-                    if key[0] == turn_id:
-                        events.append(held.first.replace(text="".join(held.parts)))
-        return events
+    def turn_events(self, turn_id: str, *, include_held: bool = True, fold: bool = False) -> list[ev.Event]:
+        """The turn's events as stored, in order (held text deltas last, as one delta per run); ``fold``: a
+        status or progress event repeating the one before it (:func:`is_repeat`) replaces it as it is read."""
+        return self._events_of([turn_id], include_held=include_held, fold=fold)[turn_id]
 
-    def events_of(self, turn_ids: Sequence[str],
-                  classes: Sequence[type[ev.Event]] | None = None) -> dict[str, list[ev.Event]]:
-        """The events of these turns alone (only those of ``classes``, if given), by turn, held deltas last."""
-        return self._events_of(list(turn_ids), classes)
+    def events_of(self, turn_ids: Sequence[str], classes: Sequence[type[ev.Event]] | None = None, *,
+                  fold: bool = False) -> dict[str, list[ev.Event]]:
+        """The events of these turns alone (only those of ``classes``, if given), by turn, held deltas last;
+        ``fold`` as for :meth:`turn_events`."""
+        return self._events_of(list(turn_ids), classes, fold=fold)
 
-    def _events_of(self, turn_ids: list[str],
-                   classes: Sequence[type[ev.Event]] | None = None) -> dict[str, list[ev.Event]]:
-        """The events of these turns (only those of ``classes``, if given), by turn, held deltas last."""
+    def _events_of(self, turn_ids: list[str], classes: Sequence[type[ev.Event]] | None = None, *,
+                   include_held: bool = True, fold: bool = False) -> dict[str, list[ev.Event]]:
+        """The events of these turns (only those of ``classes``, if given), by turn, held deltas last. Read
+        :data:`EVENT_ROWS_READ` rows at a time, so that with ``fold`` a turn that repeated one status 300,000
+        times holds one event of them, never all its rows and events at once."""
         out: dict[str, list[ev.Event]] = {tid: [] for tid in turn_ids}
         resolver = self._resolver()
+        number = 0
+        last_key: dict[str, str | None] = {}  # (fold) each turn's last row, stamp left out, when a folded kind
+        unread: dict[str, str] = {}  # (fold) each turn's last repeat, not decoded yet
         for start in range(0, len(turn_ids), 500):
             chunk = turn_ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT turn_id, data FROM events WHERE turn_id IN ({marks})"
+            sql = f"SELECT id, turn_id, kind, data FROM events WHERE turn_id IN ({marks})"
             params: list[Any] = list(chunk)
             if classes is not None:
                 sql += f" AND kind IN ({','.join('?' * len(classes))})"
                 params += [cls.kind for cls in classes]
-            for number, row in enumerate(self._read(sql + " ORDER BY id", params), 1):
-                out[row["turn_id"]].append(event_from_row(row["data"], resolver))
-                if not number % DECODED_BETWEEN_WAITS:
-                    self.wait_background()  # (a worker reading apart, held back: it waits here too)
-        with self._lock:
-            for key, held in self._held.items():
-                if key[0] in out and (classes is None or type(held.first) in classes):
-                    out[key[0]].append(held.first.replace(text="".join(held.parts)))
+            sql += f" AND id > ? ORDER BY id LIMIT {EVENT_ROWS_READ}"
+            after = -1
+            while True:
+                rows = self._read(sql, [*params, after])
+                for row in rows:
+                    number += 1
+                    if not number % DECODED_BETWEEN_WAITS:
+                        self.wait_background()  # (a worker reading apart, held back: it waits here too)
+                    turn_id, data = row["turn_id"], row["data"]
+                    events = out[turn_id]
+                    if fold:  # a row saying what the one before said (but for its stamp) is not even decoded
+                        key = _STAMP.sub("", data, 2) if row["kind"] in _FOLDED_KINDS else None
+                        if key is not None and last_key.get(turn_id) == key:
+                            unread[turn_id] = data  # (the last of the repeats is decoded when they end)
+                            continue
+                        last_key[turn_id] = key
+                        if turn_id in unread:
+                            events[-1] = event_from_row(unread.pop(turn_id), resolver)
+                    event = event_from_row(data, resolver)
+                    if fold and events and is_repeat(events[-1], event):
+                        events[-1] = event
+                    else:
+                        events.append(event)
+                if len(rows) < EVENT_ROWS_READ:
+                    break
+                after = rows[-1]["id"]
+                del rows
+        for turn_id, data in unread.items():
+            out[turn_id][-1] = event_from_row(data, resolver)
+        if include_held:
+            with self._lock:
+                for held_key, held in self._held.items():
+                    if held_key[0] in out and (classes is None or type(held.first) in classes):
+                        out[held_key[0]].append(held.first.replace(text="".join(held.parts)))
         return out
+
+    def turn_of_run(self, thread_id: str, run_id: str) -> str | None:
+        """The turn of the thread whose events hold run ``run_id``'s start (one indexed row is read, not the
+        thread's events); None when none does."""
+        rows = self._read("SELECT turn_id FROM events WHERE thread_id = ? AND kind = ? AND run_id = ? ORDER BY id "
+                          "LIMIT 1", (thread_id, ev.RunStarted.kind, run_id))
+        return str(rows[0]["turn_id"]) if rows else None
 
     def thread_events(self, thread_id: str) -> list[tuple[str, ev.Event]]:
         """Every stored event of the thread, every branch, in the order stored: ``(turn_id, event)``."""

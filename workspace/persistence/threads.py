@@ -602,7 +602,7 @@ class Store(EventLog):
         terminals = self._events_of(ids, ev.TERMINAL)
         results = {tid: terminal_result(terminals.get(tid) or []) for tid in ids}
         missing = [tid for tid in ids if results[tid] is None]
-        full = self._events_of(missing) if missing else {}
+        full = self._events_of(missing, fold=True) if missing else {}  # (repeated statuses make no message)
         attached = self.turn_attachments(ids)
         messages: list[Message] = []
         for turn in turns:

@@ -1,0 +1,84 @@
+"""Opening a stored turn that repeated one status very many times (a retry loop, a local server silent for hours)
+is bounded: the turn's rows are read a page at a time and a status or progress event repeating the one before
+it replaces it as it is read, so the chat (``LazyTranscript.view``) and the trace (``all_events``) get it once,
+never every row and event at once (300,000 of them took 3 s and 398 MiB). A turn without repeats is read as
+before, over many pages too. Real SQLite."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from pathlib import Path
+
+from ui.transcript import LazyTranscript
+from workspace import events as ev
+from workspace.persistence import Store, coalesce_text
+from workspace.persistence.eventlog import EVENT_ROWS_READ
+
+REPEATS = 40_000
+
+
+def _stamp(cls: type[ev.Event], seq: int, **fields: object) -> ev.Event:
+    return cls(run_id="run1", robot="helper", seq=seq, ts=1_000.0 + seq, **fields)  # type: ignore[arg-type]
+
+
+def _turn(store: Store, events: list[ev.Event]) -> tuple[str, str]:
+    thread = store.create_thread(robot="helper")
+    turn = store.add_turn(thread.id, user_text="hi", parent_turn_id=None)
+    for start in range(0, len(events), 5_000):
+        store.append_events(thread.id, turn.id, events[start:start + 5_000])
+    store.finish_turn(turn.id, "finished")
+    return thread.id, turn.id
+
+
+def test_a_turn_repeating_one_status_opens_with_it_once(tmp_path: Path) -> None:
+    events = [_stamp(ev.RunStarted, 1, message="hi")]
+    events += [_stamp(ev.RunStatus, 2 + i, state="waiting", detail="no token yet") for i in range(REPEATS)]
+    events += [_stamp(ev.RunStatus, REPEATS + 2, state="streaming"), _stamp(ev.Text, REPEATS + 3, text="Hello."),
+               _stamp(ev.RunFinished, REPEATS + 4)]
+    with Store(tmp_path / "db.sqlite") as store:
+        thread_id, _ = _turn(store, events)
+        lazy = LazyTranscript(store, thread_id)
+        turn = store.path(thread_id)[-1]
+        lazy.view(store.path(thread_id)[-1])  # imports and caches what a first read makes, before measuring
+        tracemalloc.start()
+        try:
+            shown = LazyTranscript(store, thread_id).view(turn).events
+            trace = LazyTranscript(store, thread_id).all_events()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert [e.kind for e in shown] == ["run_started", "run_status", "run_status", "text", "run_finished"]
+    waiting = shown[1]
+    assert isinstance(waiting, ev.RunStatus) and waiting.state == "waiting" and waiting.seq == REPEATS + 1  # the last
+    assert [e.kind for e in trace] == [e.kind for e in shown]
+    assert peak < 8 * 2**20, f"{peak / 2**20:.1f} MiB"  # (unfolded: every row, then every event, at once)
+
+
+def test_a_turn_without_repeats_shows_as_before_over_many_pages(tmp_path: Path) -> None:
+    """Statuses that change, a repeat with something between, progress that moves and output chunks over
+    several pages of rows: nothing folded, the order kept."""
+    events: list[ev.Event] = [_stamp(ev.RunStarted, 1, message="hi")]
+    for state in ("connecting", "waiting", "retrying", "connecting", "waiting", "streaming"):
+        events.append(_stamp(ev.RunStatus, len(events) + 1, state=state))
+    events.append(_stamp(ev.TextDelta, len(events) + 1, text="Hel"))
+    events.append(_stamp(ev.RunStatus, len(events) + 1, state="streaming"))
+    events.append(_stamp(ev.ToolUse, len(events) + 1, id="c1", name="run_command", input={"command": "ls"}))
+    for i in range(3):
+        events.append(_stamp(ev.ToolProgress, len(events) + 1, id="c1", progress=float(i), total=3.0))
+    events.append(_stamp(ev.ToolProgress, len(events) + 1, id="c1", progress=2.0, total=3.0))  # a repeat: folded
+    for i in range(2 * EVENT_ROWS_READ + 7):
+        events.append(_stamp(ev.ToolOutput, len(events) + 1, id="c1", name="run_command", text=f"line {i}\n"))
+    events.append(_stamp(ev.ToolResult, len(events) + 1, id="c1", name="run_command", payload={"data": "done"}))
+    events.append(_stamp(ev.RunFinished, len(events) + 1))
+    with Store(tmp_path / "db.sqlite") as store:
+        thread_id, turn_id = _turn(store, events)
+        started = time.monotonic()
+        shown = LazyTranscript(store, thread_id).view(store.path(thread_id)[-1]).events
+        assert time.monotonic() - started < 60  # only a guard against hanging
+        stored = store.turn_events(turn_id)
+    assert stored == events
+    repeated = 12  # progress 2 of 3, said again just after: the later one is kept
+    assert events[repeated + 1].replace(seq=events[repeated].seq, ts=events[repeated].ts) == events[repeated]
+    expected = coalesce_text([e for i, e in enumerate(events) if i != repeated])
+    assert shown == expected
