@@ -139,6 +139,12 @@ async def test_a_comparison_closed_before_its_first_message_leaves_no_empty_thre
     assert len(made) == 3 and made <= {t.id for t in store.list_threads()}
     comparisons.close()  # "Back to one chat" with nothing sent
     assert {t.id for t in store.list_threads(include_deleted=True)} == before
+    # "Keep this one" with nothing sent: the kept thread stays, and opens; the others go
+    assert comparisons.start([CandidateSpec("file-helper", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
+    threads = [s.thread_id for s in comparisons.session.sessions]
+    comparisons.keep(1)
+    assert {t.id for t in store.list_threads(include_deleted=True)} == before | {threads[1]}
+    assert compare_app.controller.thread_id == threads[1]
     # and one that was sent keeps its threads
     assert comparisons.start([CandidateSpec("file-helper", model=f"openai/{m}", api_base=base) for m in MODELS[1:]])
     kept = {s.thread_id for s in comparisons.session.sessions}

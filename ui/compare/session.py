@@ -90,11 +90,12 @@ class CompareSession:
 
     def discard_unsent(self) -> int:
         """Remove the candidates' threads that hold nothing yet (the comparison closed before its first message:
-        they would stay in the thread list as empty "Untitled thread" rows); returns how many went."""
+        they would stay in the thread list as empty "Untitled thread" rows), but the one kept ("Keep this one":
+        it opens in the chat); returns how many went."""
         store = self.workspace.store
         gone = 0
-        for session in self.sessions:
-            if not store.turns(session.thread_id):
+        for index, session in enumerate(self.sessions):
+            if index != self.kept and not store.turns(session.thread_id):
                 store.purge_thread(session.thread_id)
                 gone += 1
         return gone
