@@ -65,3 +65,20 @@ async def test_a_message_past_the_limit_fails_the_server_saying_so(fault: MCPMan
     status = fault.status("fault")
     assert status.state is ServerState.FAILED
     assert "longer than 1 MiB" in (status.reason or "") and "ask the tool for less" in (status.reason or "")
+
+
+def test_the_sdk_has_every_part_the_reader_is_built_of() -> None:
+    """The reader reuses private parts of the SDK's ``mcp.client.stdio``: a release renaming one fails here, naming
+    it (and :func:`stdio.client_for` falls back to the SDK's own reader meanwhile, below)."""
+    assert stdio.sdk_parts_missing() == []
+
+
+def test_an_sdk_without_those_parts_gets_its_own_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.client import stdio as sdk
+
+    made: list[object] = []
+    monkeypatch.setattr(sdk, "stdio_client", lambda server, errlog: made.append(server) or "the SDK's own")
+    assert stdio.client_for("params", sys.stderr) != "the SDK's own"  # (ours: not entered here)
+    monkeypatch.delattr(sdk, "_parse_line")
+    assert stdio.sdk_parts_missing() == ["_parse_line"]
+    assert stdio.client_for("params", sys.stderr) == "the SDK's own" and made == ["params"]

@@ -17,6 +17,7 @@ UTF-8 (the encoding the connection uses).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any, TextIO
@@ -28,7 +29,7 @@ from mcp.shared.message import SessionMessage
 
 from workspace.errors import MCPError
 
-__all__ = ["MAX_LINE_BYTES", "LineTooLong", "stdio_client"]
+__all__ = ["MAX_LINE_BYTES", "SDK_PARTS", "LineTooLong", "client_for", "sdk_parts_missing", "stdio_client"]
 
 #: The longest stdout line (one JSON-RPC message) of a stdio server that is read: 64 MiB, eight times what
 #: a tool result keeps (:data:`~workspace.mcp.results.MAX_RESULT_CHARS`).
@@ -78,6 +79,33 @@ class _Lines:
             else:
                 lines.append(chunk[start:end])
             start = end + 1
+
+
+#: The SDK's own parts this reader is built of (private to ``mcp.client.stdio``: a release may rename them).
+SDK_PARTS = ("_WRITER_FLUSH_TIMEOUT", "_aclose_all", "_create_platform_compatible_process", "_drain_stdout",
+             "_get_executable_command", "_parse_line", "_stop_server_process", "get_default_environment", "logger")
+
+
+def sdk_parts_missing(module: Any = sdk) -> list[str]:
+    """The parts of :data:`SDK_PARTS` ``module`` lacks: with any missing, :func:`client_for` gives the SDK's own
+    ``stdio_client`` (quadratic on a huge line, bounded only by the call's time limit) instead of failing."""
+    return [name for name in SDK_PARTS if not hasattr(module, name)]
+
+
+def client_for(server: Any, errlog: TextIO) -> Any:
+    """:func:`stdio_client`, or the SDK's own when it no longer has the parts this one is built of (logged once)."""
+    missing = sdk_parts_missing()
+    if missing:
+        if not _warned:
+            _warned.append(True)
+            log.warning("%s lacks %s: stdio MCP servers are read by the SDK's own reader (no %g MiB line limit)",
+                        sdk.__name__, ", ".join(missing), MAX_LINE_BYTES / (1 << 20))
+        return sdk.stdio_client(server, errlog=errlog)
+    return stdio_client(server, errlog)
+
+
+_warned: list[bool] = []  # whether the fallback was logged (once a process)
+log = logging.getLogger("workspace.mcp")
 
 
 @asynccontextmanager

@@ -131,7 +131,7 @@ async def open_transport(
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters
 
-        from workspace.mcp.stdio import stdio_client
+        from workspace.mcp.stdio import client_for
         from workspace.secrets import keep_environment_private
 
         keep_environment_private()  # (the server gets the env below; ours is not readable as /proc/$PPID/environ)
@@ -143,7 +143,7 @@ async def open_transport(
         params = StdioServerParameters(command=command, args=list(spec.args), env=env, cwd=spec.cwd,
                                        encoding_error_handler="replace")
         errlog = stderr_pipe()
-        transport = stdio_client(params, errlog=errlog)
+        transport = client_for(params, errlog)
         try:
             streams = await stack.enter_async_context(transport)
         finally:
