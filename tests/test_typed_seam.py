@@ -58,7 +58,7 @@ MESSAGE_PATH = [
     ("ui/controller.py", "Controller", "send", {"text", "attachments"}),
     ("workspace/session/thread.py", "ThreadSession", "send", {"text", "attachments"}),
     ("workspace/robot.py", "Robot", "stream", {"message"}),
-    ("workspace/context/manager.py", "ContextManager", "consume", {"provider", "system", "history", "tools"}),
+    ("workspace/context/manager.py", "ContextManager", "begin", {"provider", "system", "history", "tools"}),
 ]
 
 
