@@ -702,3 +702,38 @@ async def test_a_robots_runs_read_its_configuration_once_and_another_one_at_once
     assert run.spec.settings == {"temperature": 0.5} and run.spec.max_turns == 1
     await run.wait()
     assert run.result is not None and run.result.stop_reason == "max_turns"
+
+
+async def test_the_messages_added_since_the_servers_count_are_summed_not_folded_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model call after one the server counted: its request is counted as the server's count and the messages added
+    since, each a lookup (counted a moment before with the whole conversation), with no second fold of its own."""
+    from workspace.context import ContextManager
+    from workspace.messages import GrowingFold, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+    from workspace.providers import provider_for
+    from workspace.providers.base import UsageChunk
+
+    folded: list[int] = []
+    real = GrowingFold.__call__
+
+    def counting(self: Any, messages: Any) -> Any:
+        folded.append(len(messages))
+        return real(self, messages)
+
+    monkeypatch.setattr(GrowingFold, "__call__", counting)
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    manager = ContextManager(window=32_000)  # given: no server to ask
+    specs = [get_weather.spec()]
+    history: list[Any] = [TextMessage(role="user", content="Weather in Oslo?")]
+    first = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    manager._observe(first, UsageChunk(input_tokens=300, output_tokens=12), None)  # the server's count
+    call = ToolMessage(id="call_1", name="get_weather", input={"city": "Oslo"})
+    history += [ToolCallMessage(role="assistant", tools=[call]),
+                ToolResultMessage(tool=call, content={"data": {"city": "Oslo", "sky": "sunny"}})]
+    folded.clear()
+    second = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    assert folded == [3]  # the whole conversation once (before: its two added messages folded again, apart)
+    counter = await manager.counter(provider)
+    ratio = manager._budget._ratio
+    assert second.used == 300 + round((counter.message(history[1]) + counter.message(history[2])) * ratio)
+

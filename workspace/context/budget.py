@@ -202,7 +202,13 @@ class Budget:
         anchor = self._anchor
         if (anchor is not None and anchor.system == system and anchor.tools_tokens == tools_tokens
                 and shared_prefix(anchor.messages, messages) == len(anchor.messages)):
-            used = anchor.tokens + round(counter.messages(messages[len(anchor.messages):]) * self._ratio)
+            # Only the messages added since the server's count, each counted already just above (a lookup each):
+            # summed as they are, not folded as a conversation of their own (a copy of them, and a kept state
+            # that would push out one of the conversations the next call folds from).
+            added = 0
+            for index in range(len(anchor.messages), len(messages)):
+                added += counter.message(messages[index])
+            used = anchor.tokens + round(added * self._ratio)
         return Prepared(system, messages, used=used, counted=counted, window=info, system_tokens=system_tokens,
                         tools_tokens=tools_tokens, biggest_tools=self._biggest_tools(tools, counter))
 
