@@ -737,3 +737,45 @@ async def test_the_messages_added_since_the_servers_count_are_summed_not_folded_
     ratio = manager._budget._ratio
     assert second.used == 300 + round((counter.message(history[1]) + counter.message(history[2])) * ratio)
 
+
+def test_a_tool_calls_arguments_and_a_results_data_are_written_as_json_with_no_encoder_made_each_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text the model reads of a call's arguments and a result's data (counted, and sent by the lean provider):
+    ``json.dumps``'s text, not ASCII-escaped, other values by ``str``, written by one encoder made once."""
+    import json
+
+    from workspace.context.tokens import content_text, wire_text
+    from workspace.messages import ToolCallMessage, ToolMessage, ToolResultMessage, result_text
+    from workspace.providers.openai_format import to_openai_messages
+
+    class Reading:
+        def __str__(self) -> str:
+            return "twenty °C"
+
+    values: list[Any] = [{"city": "Zürich", "when": Reading()}, [1, 2.5, None, True], "plain", {"error": "Nö"}]
+    made: list[int] = []
+    real_init = json.JSONEncoder.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(1)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONEncoder, "__init__", init)
+    texts = [result_text(value) for value in values] + [result_text({"data": v}) for v in values]
+    calls = [ToolMessage(id=f"call_{n}", name="get_weather", input={"city": "Zürich", "n": n}) for n in range(2)]
+    message = ToolCallMessage(role="assistant", tools=calls)
+    wire = wire_text(message)
+    sent = to_openai_messages(None, [message, ToolResultMessage(tool=calls[0], content={"data": "ok"}),
+                                     ToolResultMessage(tool=calls[1], content={"data": "ok"})])
+    part = content_text({"k": "ü"})
+    assert made == []  # (before: one encoder made by json.dumps for each of these)
+    monkeypatch.setattr(json.JSONEncoder, "__init__", real_init)
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+    assert texts == [dumps(values[0]), dumps(values[1]), "plain", dumps({"error": "Nö"}),
+                     dumps(values[0]), dumps(values[1]), "plain", dumps({"error": "Nö"})]
+    assert wire == "\n".join(f"get_weather {dumps(c.input)}" for c in calls)
+    assert [c["function"]["arguments"] for c in sent[0]["tool_calls"]] == [dumps(c.input) for c in calls]
+    assert part == dumps({"k": "ü"})

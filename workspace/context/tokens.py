@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from workspace.messages import GrowingFold, Message, result_text
+from workspace.messages import GrowingFold, Message, json_text, result_text
 
 __all__ = ["CHARS_PER_TOKEN", "IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCounter", "biggest_tools", "content_text",
            "estimate", "image_parts", "result_text", "tool_costs", "wire_text"]
@@ -71,9 +71,9 @@ def content_text(content: Any) -> str:
             elif isinstance(part, Mapping) and part.get("type") == "image_url":
                 texts.append("[image]")
             else:
-                texts.append(json.dumps(part, ensure_ascii=False, default=str))
+                texts.append(json_text(part))
         return "\n\n".join(texts)
-    return json.dumps(content, ensure_ascii=False, default=str)
+    return json_text(content)
 
 
 def image_parts(content: Any) -> int:
@@ -86,7 +86,7 @@ def image_parts(content: Any) -> int:
 def wire_text(message: Message) -> str:
     """The text of ``message`` that reaches the model (what is counted)."""
     if message.is_tool_call:
-        return "\n".join(f"{t.name} {json.dumps(t.input, ensure_ascii=False, default=str)}"
+        return "\n".join(f"{t.name} {json_text(t.input)}"
                          for t in message.tools)  # type: ignore[attr-defined]
     if message.is_tool_result:
         kept = getattr(message, "text", None)  # a ToolResultMessage's, written once; a plain Message has none
