@@ -779,3 +779,35 @@ def test_a_tool_calls_arguments_and_a_results_data_are_written_as_json_with_no_e
     assert wire == "\n".join(f"get_weather {dumps(c.input)}" for c in calls)
     assert [c["function"]["arguments"] for c in sent[0]["tool_calls"]] == [dumps(c.input) for c in calls]
     assert part == dumps({"k": "ü"})
+
+
+async def test_a_runs_tool_schemas_are_counted_once_for_its_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tokens of the tools' schemas: counted for a run's first model call, and for the next ones (the same specs)
+    taken as they were; other tools are counted again."""
+    from workspace.context import ContextManager
+    from workspace.context.tokens import TokenCounter
+    from workspace.messages import TextMessage
+    from workspace.providers import provider_for
+    from workspace.providers.base import ToolSpec
+
+    walked: list[tuple[str, ...]] = []
+    real = TokenCounter.tools
+
+    def counting(self: Any, specs: Any) -> int:
+        walked.append(tuple(spec.name for spec in specs))
+        return real(self, specs)
+
+    monkeypatch.setattr(TokenCounter, "tools", counting)
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    manager = ContextManager(window=32_000)  # given: no server to ask
+    specs = [get_weather.spec(), ToolSpec(name="other", description="Another tool.")]
+    history: list[Any] = [TextMessage(role="user", content="Weather in Oslo?")]
+    first = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    history += [TextMessage(role="assistant", content="Sunny.", stop_reason="stop"),
+                TextMessage(role="user", content="And Bergen?")]
+    second = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    # Both walked once (besides each one's own count for the meter's costliest tools, worked out once too).
+    assert walked.count(("get_weather", "other")) == 1  # (before: twice, every schema looked at again for every call)
+    assert first.tools_tokens == second.tools_tokens == real(await manager.counter(provider), specs) > 0
+    fewer = await manager.prepare(provider, system="You help.", history=history, tools=specs[:1], settings={})
+    assert fewer.tools_tokens == real(await manager.counter(provider), specs[:1]) < second.tools_tokens
