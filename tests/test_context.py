@@ -159,6 +159,43 @@ def test_the_estimate_errs_high() -> None:
     assert token_counter("openai/fake") is None  # a local model litellm does not know: estimated
 
 
+def test_the_estimate_counts_by_its_rule_and_an_ascii_text_with_no_regular_expression(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The estimate's rule written out (a token per 3.3 characters of words, per mark of punctuation, per 1.3 digits,
+    per 2 extra bytes of UTF-8), against every ASCII character and texts of every kind; an ASCII text's digits and
+    marks are counted from its bytes, the regular expression of marks not run over it."""
+    import math
+    import re
+
+    from workspace.context import tokens
+
+    def rule(text: str) -> int:
+        digits = sum(text.count(d) for d in "0123456789")
+        marks = len(re.findall(r"[^\w\s]", text))
+        extra = len(text.encode("utf-8", "replace")) - len(text)
+        return math.ceil((len(text) - digits - marks) / 3.3 + extra / 2 + digits / 1.3 + marks)
+
+    samples = [chr(c) * k for c in range(128) for k in (1, 5)]
+    samples += ["", "Weather in Oslo?", 'get_weather {"city": "Oslo", "days": 3}', "x = [1, 2, 3]\n\tprint(x)\x00\x7f",
+                "Größenänderung übernehmen, élan 42", "日本語のテキスト、句読点。١٢٣ ٣٤", "emoji 😀 and a lone \ud800 surrogate",
+                json.dumps({"path": "src/app.py", "lines": list(range(200))}) * 3]
+    assert [estimate(text) for text in samples] == [rule(text) for text in samples]
+
+    class Counting:
+        def __init__(self) -> None:
+            self.runs = 0
+
+        def sub(self, *args: Any) -> str:
+            self.runs += 1
+            return str(re.compile(r"[^\w\s]").sub(*args))
+
+    counting = Counting()
+    monkeypatch.setattr(tokens, "_PUNCTUATION", counting)
+    assert estimate('get_weather {"city": "Oslo"}') == rule('get_weather {"city": "Oslo"}')
+    assert counting.runs == 0  # (before: the expression ran over every text, and a per-character table for digits)
+    assert estimate("Größe: 3 €.") == rule("Größe: 3 €.") and counting.runs == 1
+
+
 def test_each_message_is_counted_once() -> None:
     seen: list[str] = []
 

@@ -702,3 +702,112 @@ async def test_a_robots_runs_read_its_configuration_once_and_another_one_at_once
     assert run.spec.settings == {"temperature": 0.5} and run.spec.max_turns == 1
     await run.wait()
     assert run.result is not None and run.result.stop_reason == "max_turns"
+
+
+async def test_the_messages_added_since_the_servers_count_are_summed_not_folded_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model call after one the server counted: its request is counted as the server's count and the messages added
+    since, each a lookup (counted a moment before with the whole conversation), with no second fold of its own."""
+    from workspace.context import ContextManager
+    from workspace.messages import GrowingFold, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
+    from workspace.providers import provider_for
+    from workspace.providers.base import UsageChunk
+
+    folded: list[int] = []
+    real = GrowingFold.__call__
+
+    def counting(self: Any, messages: Any) -> Any:
+        folded.append(len(messages))
+        return real(self, messages)
+
+    monkeypatch.setattr(GrowingFold, "__call__", counting)
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    manager = ContextManager(window=32_000)  # given: no server to ask
+    specs = [get_weather.spec()]
+    history: list[Any] = [TextMessage(role="user", content="Weather in Oslo?")]
+    first = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    manager._observe(first, UsageChunk(input_tokens=300, output_tokens=12), None)  # the server's count
+    call = ToolMessage(id="call_1", name="get_weather", input={"city": "Oslo"})
+    history += [ToolCallMessage(role="assistant", tools=[call]),
+                ToolResultMessage(tool=call, content={"data": {"city": "Oslo", "sky": "sunny"}})]
+    folded.clear()
+    second = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    assert folded == [3]  # the whole conversation once (before: its two added messages folded again, apart)
+    counter = await manager.counter(provider)
+    ratio = manager._budget._ratio
+    assert second.used == 300 + round((counter.message(history[1]) + counter.message(history[2])) * ratio)
+
+
+def test_a_tool_calls_arguments_and_a_results_data_are_written_as_json_with_no_encoder_made_each_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text the model reads of a call's arguments and a result's data (counted, and sent by the lean provider):
+    ``json.dumps``'s text, not ASCII-escaped, other values by ``str``, written by one encoder made once."""
+    import json
+
+    from workspace.context.tokens import content_text, wire_text
+    from workspace.messages import ToolCallMessage, ToolMessage, ToolResultMessage, result_text
+    from workspace.providers.openai_format import to_openai_messages
+
+    class Reading:
+        def __str__(self) -> str:
+            return "twenty °C"
+
+    values: list[Any] = [{"city": "Zürich", "when": Reading()}, [1, 2.5, None, True], "plain", {"error": "Nö"}]
+    made: list[int] = []
+    real_init = json.JSONEncoder.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(1)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONEncoder, "__init__", init)
+    texts = [result_text(value) for value in values] + [result_text({"data": v}) for v in values]
+    calls = [ToolMessage(id=f"call_{n}", name="get_weather", input={"city": "Zürich", "n": n}) for n in range(2)]
+    message = ToolCallMessage(role="assistant", tools=calls)
+    wire = wire_text(message)
+    sent = to_openai_messages(None, [message, ToolResultMessage(tool=calls[0], content={"data": "ok"}),
+                                     ToolResultMessage(tool=calls[1], content={"data": "ok"})])
+    part = content_text({"k": "ü"})
+    assert made == []  # (before: one encoder made by json.dumps for each of these)
+    monkeypatch.setattr(json.JSONEncoder, "__init__", real_init)
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+    assert texts == [dumps(values[0]), dumps(values[1]), "plain", dumps({"error": "Nö"}),
+                     dumps(values[0]), dumps(values[1]), "plain", dumps({"error": "Nö"})]
+    assert wire == "\n".join(f"get_weather {dumps(c.input)}" for c in calls)
+    assert [c["function"]["arguments"] for c in sent[0]["tool_calls"]] == [dumps(c.input) for c in calls]
+    assert part == dumps({"k": "ü"})
+
+
+async def test_a_runs_tool_schemas_are_counted_once_for_its_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tokens of the tools' schemas: counted for a run's first model call, and for the next ones (the same specs)
+    taken as they were; other tools are counted again."""
+    from workspace.context import ContextManager
+    from workspace.context.tokens import TokenCounter
+    from workspace.messages import TextMessage
+    from workspace.providers import provider_for
+    from workspace.providers.base import ToolSpec
+
+    walked: list[tuple[str, ...]] = []
+    real = TokenCounter.tools
+
+    def counting(self: Any, specs: Any) -> int:
+        walked.append(tuple(spec.name for spec in specs))
+        return real(self, specs)
+
+    monkeypatch.setattr(TokenCounter, "tools", counting)
+    provider = provider_for("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    manager = ContextManager(window=32_000)  # given: no server to ask
+    specs = [get_weather.spec(), ToolSpec(name="other", description="Another tool.")]
+    history: list[Any] = [TextMessage(role="user", content="Weather in Oslo?")]
+    first = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    history += [TextMessage(role="assistant", content="Sunny.", stop_reason="stop"),
+                TextMessage(role="user", content="And Bergen?")]
+    second = await manager.prepare(provider, system="You help.", history=history, tools=specs, settings={})
+    # Both walked once (besides each one's own count for the meter's costliest tools, worked out once too).
+    assert walked.count(("get_weather", "other")) == 1  # (before: twice, every schema looked at again for every call)
+    assert first.tools_tokens == second.tools_tokens == real(await manager.counter(provider), specs) > 0
+    fewer = await manager.prepare(provider, system="You help.", history=history, tools=specs[:1], settings={})
+    assert fewer.tools_tokens == real(await manager.counter(provider), specs[:1]) < second.tools_tokens

@@ -113,6 +113,8 @@ class Budget:
         self._system: tuple[str | None, TokenCounter | None, int] = (None, None, 0)
         #: The costliest tool schemas of the last request (:func:`biggest_tools`), with its tools and counter.
         self._biggest: tuple[list[Any], TokenCounter | None, dict[str, int]] = ([], None, {})
+        #: The tokens of the last request's tool schemas, with its tools and counter.
+        self._tools_tokens: tuple[list[Any], TokenCounter | None, int] = ([], None, 0)
 
     def forget_anchor(self) -> None:
         """The server's last count no longer stands for the messages it was given (they changed)."""
@@ -196,15 +198,31 @@ class Budget:
         if cached_system != system or cached_counter is not counter:
             system_tokens = counter.text(system or "") + (MESSAGE_OVERHEAD if system else 0)
             self._system = (system, counter, system_tokens)
-        tools_tokens = counter.tools(tools)
+        tools_tokens = self._count_tools(tools, counter)
         counted = system_tokens + tools_tokens + counter.messages(messages) + 3
         used = round(counted * self._ratio)
         anchor = self._anchor
         if (anchor is not None and anchor.system == system and anchor.tools_tokens == tools_tokens
                 and shared_prefix(anchor.messages, messages) == len(anchor.messages)):
-            used = anchor.tokens + round(counter.messages(messages[len(anchor.messages):]) * self._ratio)
+            # Only the messages added since the server's count, each counted already just above (a lookup each):
+            # summed as they are, not folded as a conversation of their own (a copy of them, and a kept state
+            # that would push out one of the conversations the next call folds from).
+            added = 0
+            for index in range(len(anchor.messages), len(messages)):
+                added += counter.message(messages[index])
+            used = anchor.tokens + round(added * self._ratio)
         return Prepared(system, messages, used=used, counted=counted, window=info, system_tokens=system_tokens,
                         tools_tokens=tools_tokens, biggest_tools=self._biggest_tools(tools, counter))
+
+    def _count_tools(self, tools: Sequence[Any], counter: TokenCounter) -> int:
+        """``counter.tools(tools)``, counted again only for other tools or another counter: a run's calls offer the
+        same specs (:meth:`workspace.tools.Tool.spec`, frozen), and a walk of them all (a Python loop over each schema's
+        name, description and size: ~0.25 us a tool) costs more than telling they are the same objects."""
+        kept_tools, kept_counter, tokens = self._tools_tokens
+        if kept_counter is not counter or not same_items(kept_tools, tools):
+            tokens = counter.tools(tools)
+            self._tools_tokens = (list(tools), counter, tokens)
+        return tokens
 
     def _biggest_tools(self, tools: Sequence[Any], counter: TokenCounter) -> dict[str, int]:
         """:func:`biggest_tools` of ``tools``, worked out again only for other tools (a run's calls offer the same

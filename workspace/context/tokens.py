@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from workspace.messages import GrowingFold, Message, result_text
+from workspace.messages import GrowingFold, Message, json_text, result_text
 
 __all__ = ["CHARS_PER_TOKEN", "IMAGE_TOKENS", "MESSAGE_OVERHEAD", "TokenCounter", "biggest_tools", "content_text",
            "estimate", "image_parts", "result_text", "tool_costs", "wire_text"]
@@ -40,19 +40,34 @@ CACHE_LIMIT = 50_000
 
 
 _PUNCTUATION = re.compile(r"[^\w\s]")
-_DIGITS = str.maketrans("", "", "0123456789")
+#: The ASCII characters ``_PUNCTUATION`` does not match (word characters and white space): left out of an ASCII
+#: text's bytes, what remains is its marks of punctuation.
+_ASCII_WORD_OR_SPACE = bytes(c for c in range(128) if not _PUNCTUATION.match(chr(c)))
+#: The digits as bytes: in UTF-8 they stand only for themselves (a character of several bytes has none of these).
+_DIGIT_BYTES = b"0123456789"
 
 
 def estimate(text: str) -> int:
     """Tokens of ``text`` by the safe estimate: a token per 3.3 characters of words, a token per mark of
     punctuation, per 1.3 digits, per 2 extra bytes of non-ASCII text. Above the count of OpenAI's
-    tokenizer for prose (by about 40 %), code, JSON, numbers, hex and other scripts alike."""
+    tokenizer for prose (by about 40 %), code, JSON, numbers, hex and other scripts alike.
+
+    The digits and the marks are counted by leaving them out of the text's bytes (``bytes.translate``, in C), not by
+    a pass of Python's per-character tables (an ASCII text's marks too; another's by the regular expression):
+    the same count, about 5 times faster for a short message and 20 times for a long file."""
     if not text:
         return 0
     n = len(text)
-    digits = n - len(text.translate(_DIGITS))
-    marks = n - len(_PUNCTUATION.sub("", text))
-    extra = 0 if text.isascii() else len(text.encode("utf-8", "replace")) - n
+    if text.isascii():
+        raw = text.encode("ascii")
+        digits = n - len(raw.translate(None, _DIGIT_BYTES))
+        marks = len(raw.translate(None, _ASCII_WORD_OR_SPACE))
+        extra = 0
+    else:
+        raw = text.encode("utf-8", "replace")
+        digits = len(raw) - len(raw.translate(None, _DIGIT_BYTES))
+        marks = n - len(_PUNCTUATION.sub("", text))
+        extra = len(raw) - n
     return math.ceil((n - digits - marks) / CHARS_PER_TOKEN + extra / 2 + digits / 1.3 + marks)
 
 
@@ -71,9 +86,9 @@ def content_text(content: Any) -> str:
             elif isinstance(part, Mapping) and part.get("type") == "image_url":
                 texts.append("[image]")
             else:
-                texts.append(json.dumps(part, ensure_ascii=False, default=str))
+                texts.append(json_text(part))
         return "\n\n".join(texts)
-    return json.dumps(content, ensure_ascii=False, default=str)
+    return json_text(content)
 
 
 def image_parts(content: Any) -> int:
@@ -86,7 +101,7 @@ def image_parts(content: Any) -> int:
 def wire_text(message: Message) -> str:
     """The text of ``message`` that reaches the model (what is counted)."""
     if message.is_tool_call:
-        return "\n".join(f"{t.name} {json.dumps(t.input, ensure_ascii=False, default=str)}"
+        return "\n".join(f"{t.name} {json_text(t.input)}"
                          for t in message.tools)  # type: ignore[attr-defined]
     if message.is_tool_result:
         kept = getattr(message, "text", None)  # a ToolResultMessage's, written once; a plain Message has none

@@ -22,6 +22,7 @@ import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from workspace.messages import json_text
 from workspace.providers.base import Chunk, ReasoningChunk, TextChunk, ToolCallChunk, ToolSpec
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def _text(value: Any) -> Any:
         return ""
     if isinstance(value, str | list):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return json_text(value)
 
 
 def call_id(tool: Any) -> str:
@@ -109,7 +110,7 @@ def _wire_part(message: Message, empty_content: str | None, max_result_chars: in
     if message.is_tool_call:
         calls = [
             {"id": call_id(tool), "type": "function",
-             "function": {"name": tool.name, "arguments": json.dumps(tool.input, ensure_ascii=False, default=str)}}
+             "function": {"name": tool.name, "arguments": json_text(tool.input)}}
             for tool in message.tools  # type: ignore[attr-defined]
         ]
         return [message, calls, None, None, None]
