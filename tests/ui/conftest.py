@@ -77,6 +77,24 @@ async def desktop(provider: Any, db_path: Path) -> AsyncIterator[Any]:
 
 
 @pytest.fixture
+def server() -> Iterator[Any]:
+    """The loopback model server of the comparison tests (``fakes.candidates.window_server``); a module that needs
+    another one defines its own ``server``."""
+    from fakes.candidates import window_server
+
+    with window_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """The comparison tests' project folder (``fakes.candidates.project``); a module may define its own."""
+    from fakes.candidates import project
+
+    return project(tmp_path)
+
+
+@pytest.fixture
 async def compare_app(server: Any, folder: Path, db_path: Path) -> AsyncIterator[Any]:
     """The whole app on the test module's loopback model server (its ``server`` fixture, answering
     ``openai/model-a`` and the other candidates) and folder (its ``folder`` fixture), with file-helper picked:

@@ -5,12 +5,10 @@ not a second run of the command)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.candidates import project, window_server
 from fakes.compare_window import compared
 from fakes.llm_server import FakeLLMServer
 
@@ -19,17 +17,6 @@ from tests.ui.chat_dump import dump_state
 from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates on a loaded machine
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with window_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return project(tmp_path)
 
 
 async def test_a_columns_review_changes_opens_the_combined_review_at_its_candidates_hunks(

@@ -9,12 +9,11 @@ one" goes on with that candidate's thread alone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.candidates import BASE, EDITS, project, window_server
+from fakes.candidates import BASE, EDITS
 from fakes.compare_window import compared
 from fakes.llm_server import FakeLLMServer
 
@@ -23,17 +22,6 @@ from tests.ui.chat_dump import dump_state
 from workspace.config import load_config
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates, twice, on a loaded machine
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with window_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return project(tmp_path)
 
 
 async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported(

@@ -3,29 +3,17 @@ their editor): Apply writes nothing, says the file changed since the proposal, a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.candidates import BASE, project, window_server
+from fakes.candidates import BASE
 from fakes.compare_window import compared
 from fakes.llm_server import FakeLLMServer
 
 from tests.fakes.app_window import wait_until
 
 pytestmark = pytest.mark.timeout(180)  # bounds a hang: three scripted candidates on a loaded machine
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with window_server() as srv:
-        yield srv
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return project(tmp_path)
 
 
 async def test_a_merge_over_a_file_changed_since_is_not_written(compare_app: Any, server: FakeLLMServer,
