@@ -854,6 +854,38 @@ def test_a_calls_arguments_are_told_apart_by_their_canonical_json_with_no_encode
     assert detector.doom_loop is True
 
 
+async def test_a_runs_result_makes_its_id_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Robot.arun``'s result: its id (a UUIDv4) made when read, not for every run; then always the same one, in a
+    copy, a deep copy and a pickle too."""
+    import copy
+    import pickle
+    import types
+    import uuid
+
+    from workspace import result as result_module
+
+    made: list[str] = []
+
+    def uuid4() -> uuid.UUID:
+        value = uuid.uuid4()
+        made.append(str(value))
+        return value
+
+    monkeypatch.setattr(result_module, "uuid", types.SimpleNamespace(uuid4=uuid4))
+    model = _Model([[ToolCall("get_weather", {"city": "Oslo"})], "It is sunny in Oslo."])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    result = await robot.arun("Weather in Oslo?")
+    assert made == []  # (before: one made for every result)
+    first = result.id
+    assert made == [first] and result.id == first and result.to_dict()["id"] == first and first in repr(result)
+    assert len(made) == 1 and str(uuid.UUID(first)) == first
+    fresh = result_module.RobotResult("bot", output=None)
+    assert copy.copy(fresh).id == fresh.id == copy.deepcopy(fresh).id == pickle.loads(pickle.dumps(fresh)).id
+    given = result_module.RobotResult("bot", output=None, id="r-1")
+    assert given.id == "r-1" and result_module.RobotResult.from_dict(result.to_dict()).id == first
+    assert len(made) == 2  # the fresh result's, once
+
+
 async def test_a_flat_tool_call_is_checked_and_run_with_no_import_and_no_walk_of_its_nesting() -> None:
     """``Tool.invoke`` of a call whose arguments and result hold no list or dict in a list or dict (the usual one):
     no import statement run, its depth told with no generator (``workspace.nesting.too_deep``); deeper values are
