@@ -811,3 +811,127 @@ async def test_a_runs_tool_schemas_are_counted_once_for_its_model_calls(monkeypa
     assert first.tools_tokens == second.tools_tokens == real(await manager.counter(provider), specs) > 0
     fewer = await manager.prepare(provider, system="You help.", history=history, tools=specs[:1], settings={})
     assert fewer.tools_tokens == real(await manager.counter(provider), specs[:1]) < second.tools_tokens
+
+
+def test_a_calls_arguments_are_told_apart_by_their_canonical_json_with_no_encoder_made_each_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doom-loop guard's digest of a call's arguments (one a tool call): ``json.dumps``'s canonical text (keys
+    sorted, not ASCII-escaped, other values by ``str``), hashed; written by one encoder made once."""
+    import hashlib
+    import json
+
+    from workspace.agent.guards import DoomLoopDetector
+
+    class Reading:
+        def __str__(self) -> str:
+            return "twenty °C"
+
+    made: list[int] = []
+    real_init = json.JSONEncoder.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(1)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONEncoder, "__init__", init)
+    detector = DoomLoopDetector(threshold=3)
+    calls = [{"city": "Zürich", "when": Reading()}, {"when": Reading(), "city": "Zürich"}, {"city": "Oslo", "n": [1]}]
+    for arguments in calls:
+        detector.track("get_weather", arguments)
+    assert made == []  # (before: one encoder made by json.dumps for each call tracked)
+    monkeypatch.setattr(json.JSONEncoder, "__init__", real_init)
+
+    def digest(value: Any) -> str:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+    assert detector._calls == [("get_weather", digest(arguments)) for arguments in calls]
+    assert detector._calls[0] == detector._calls[1]  # the same arguments in another order: the same call
+    detector.track("get_weather", {"city": "Zürich", "when": "twenty °C"})
+    assert detector.doom_loop is False  # Oslo's call between
+    for _ in range(3):
+        detector.track("get_weather", {"city": "Oslo", "n": [1]})
+    assert detector.doom_loop is True
+
+
+async def test_a_runs_result_makes_its_id_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Robot.arun``'s result: its id (a UUIDv4) made when read, not for every run; then always the same one, in a
+    copy, a deep copy and a pickle too."""
+    import copy
+    import pickle
+    import types
+    import uuid
+
+    from workspace import result as result_module
+
+    made: list[str] = []
+
+    def uuid4() -> uuid.UUID:
+        value = uuid.uuid4()
+        made.append(str(value))
+        return value
+
+    monkeypatch.setattr(result_module, "uuid", types.SimpleNamespace(uuid4=uuid4))
+    model = _Model([[ToolCall("get_weather", {"city": "Oslo"})], "It is sunny in Oslo."])
+    robot = Robot("bot", system_prompt="You help.", tools=[get_weather], provider=model)
+    result = await robot.arun("Weather in Oslo?")
+    assert made == []  # (before: one made for every result)
+    first = result.id
+    assert made == [first] and result.id == first and result.to_dict()["id"] == first and first in repr(result)
+    assert len(made) == 1 and str(uuid.UUID(first)) == first
+    fresh = result_module.RobotResult("bot", output=None)
+    assert copy.copy(fresh).id == fresh.id == copy.deepcopy(fresh).id == pickle.loads(pickle.dumps(fresh)).id
+    given = result_module.RobotResult("bot", output=None, id="r-1")
+    assert given.id == "r-1" and result_module.RobotResult.from_dict(result.to_dict()).id == first
+    assert len(made) == 2  # the fresh result's, once
+
+
+async def test_a_flat_tool_call_is_checked_and_run_with_no_import_and_no_walk_of_its_nesting() -> None:
+    """``Tool.invoke`` of a call whose arguments and result hold no list or dict in a list or dict (the usual one):
+    no import statement run, its depth told with no generator (``workspace.nesting.too_deep``); deeper values are
+    walked as before."""
+    import builtins
+    import sys
+
+    from workspace.nesting import too_deep
+    from workspace.tools.base import ToolContext
+
+    @tool
+    async def lookup(city: str) -> dict[str, str]:
+        """Current weather for a city."""
+        return {"city": city, "sky": "sunny"}
+
+    imports: list[str] = []
+    real_import = builtins.__import__
+
+    def counting_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        imports.append(name)
+        return real_import(name, *args, **kwargs)
+
+    walked: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.endswith("nesting.py"):
+            walked.append(frame.f_code.co_name)
+
+    await lookup.invoke({"city": "Oslo"}, ToolContext(robot="bot"))  # its schema's validator made
+    context = ToolContext(robot="bot")
+    builtins.__import__ = counting_import  # (not by monkeypatch: its setattr imports)
+    sys.setprofile(profile)
+    try:
+        output = await lookup.invoke({"city": "Oslo"}, context)
+    finally:
+        sys.setprofile(None)
+        builtins.__import__ = real_import
+    assert output.data == {"city": "Oslo", "sky": "sunny"} and not output.is_error
+    assert imports == []  # (before: workspace.nesting imported in the call and for its result, and difflib)
+    assert walked == ["too_deep", "too_deep", "too_deep"]  # arguments, data, raw (before: a generator for each dict)
+    # The same answers as the walk's.
+    assert not too_deep({"a": 1}, limit=1) and too_deep({"a": 1}, limit=0) and not too_deep("text", limit=0)
+    assert too_deep({"a": [1]}, limit=1) and not too_deep({"a": [1]}, limit=2) and not too_deep([], limit=1)
+    deep: Any = 1
+    for _ in range(101):
+        deep = [deep]
+    assert too_deep(deep) and not too_deep(deep[0]) and too_deep({"x": deep})
+    nested = await lookup.invoke({"city": ["Oslo"]}, ToolContext(robot="bot"))
+    assert nested.is_error  # a list where a string goes: the schema's error, as before

@@ -16,10 +16,25 @@ __all__ = ["MAX_NESTING", "cut_deep", "too_deep"]
 
 #: How many levels of lists and objects arguments and results may nest.
 MAX_NESTING = 100
+#: What nests.
+_NESTED = (dict, list, tuple)
 
 
 def too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
     """Whether lists, tuples and dicts in ``value`` nest more than ``limit`` levels (no recursion)."""
+    # The usual value first (a tool call's arguments, a result's data): no list or dict at all, or one holding none,
+    # told with no stack and no generator.
+    if isinstance(value, dict):
+        flat: Any = value.values()
+    elif isinstance(value, list | tuple):
+        flat = value
+    else:
+        return False
+    for child in flat:
+        if isinstance(child, _NESTED):
+            break
+    else:
+        return limit < 1
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()

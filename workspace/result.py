@@ -200,7 +200,8 @@ class RobotResult:
         self._tool_calls = _normalize_tool_calls(tool_calls)
         when = parse_time(created_at) if created_at is not None else datetime.now(UTC)
         self._created_at = when.replace(microsecond=0)
-        self._id = id if id is not None else str(uuid.uuid4())
+        if id is not None:  # else made when first read (see :attr:`id`)
+            self._id = id
         self._stop_reason = stop_reason
         self.prompt = prompt
         self.history = history
@@ -237,8 +238,19 @@ class RobotResult:
 
     @property
     def id(self) -> str:
-        """The result id (a UUIDv4 unless given)."""
-        return self._id
+        """The result id (a UUIDv4 unless given). One not given is made when first read (a run's result that
+        nobody reads the id of, ``Robot.arun``'s, makes none: ~2.5 us a run); by ``dict.setdefault``, so that
+        readers in two threads get the same one."""
+        try:
+            return self._id
+        except AttributeError:
+            made: str = self.__dict__.setdefault("_id", str(uuid.uuid4()))
+            return made
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The state a copy or a pickle takes: with the id made first (a copy has its original's id)."""
+        _ = self.id
+        return self.__dict__
 
     @property
     def stop_reason(self) -> str | None:
@@ -301,7 +313,7 @@ class RobotResult:
             "output": [m.to_dict() for m in self._output],
             "tool_calls": [m.to_dict() for m in self._tool_calls],
             "created_at": format_time(self._created_at),
-            "id": self._id,
+            "id": self.id,
             "checksum": self.checksum,
         }
         if self._stop_reason is not None:
@@ -369,7 +381,7 @@ class RobotResult:
 
     def __repr__(self) -> str:
         return (f"RobotResult(robot_name={self._robot_name!r}, output={self._output!r}, "
-                f"tool_calls={len(self._tool_calls)}, stop_reason={self._stop_reason!r}, id={self._id!r})")
+                f"tool_calls={len(self._tool_calls)}, stop_reason={self._stop_reason!r}, id={self.id!r})")
 
 
 # Network runs: a task's live state and what a whole network run produced. They live beside

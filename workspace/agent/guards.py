@@ -6,6 +6,9 @@ caps the tools a run offers (:data:`DEFAULT_MAX_TOOLS`).
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Callable
 from typing import Any
 
 #: RobotLab's ``DEFAULT_MAX_TOOLS``: the most tools a run offers the model (the rest are dropped, said).
@@ -75,13 +78,15 @@ class DoomLoopDetector:
         return f"Tool call pattern [{pattern}] has repeated {k}+ times. {_ADVICE}"
 
 
+#: The canonical JSON of a call's arguments: ``json.dumps(arguments, sort_keys=True, ensure_ascii=False,
+#: default=str)``'s text, by one encoder made once (``json.dumps`` given options makes one at every call).
+_canonical: Callable[[Any], str] = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+
+
 def _digest(arguments: Any) -> str:
     """The arguments of a call as a short digest of their canonical JSON: equal for equal arguments, and a run of
     large calls (a file's whole text) keeps 32 characters each, not the text."""
-    import hashlib
-    import json
-
-    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    text = _canonical(arguments)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 

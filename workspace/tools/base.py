@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workspace.errors import Error, retryable, serialize
+from workspace.nesting import MAX_NESTING, cut_deep, too_deep
 from workspace.tools.plain_schema import plainly_valid
 
 if TYPE_CHECKING:
@@ -237,9 +238,9 @@ class Tool:
         problems = []
         known = self.parameters.get("properties")
         if not self.extra_arguments and isinstance(known, dict):
-            import difflib
-
             for key in sorted(set(arguments) - set(known)):
+                import difflib  # (for an unknown argument alone)
+
                 near = difflib.get_close_matches(str(key), list(known), n=1)
                 hint = f" — did you mean '{near[0]}'?" if near else f" (it takes: {', '.join(known) or 'nothing'})"
                 problems.append(f"unknown argument '{key}'{hint}")
@@ -315,8 +316,6 @@ class Tool:
         """Validate, run the handler off the event loop if it is sync, and capture errors."""
         if self.handler is None:
             return ToolOutput(f"Tool '{self.name}' has no handler defined", is_error=True)
-        from workspace.nesting import MAX_NESTING, too_deep
-
         if too_deep(arguments):
             return ToolOutput(f"Invalid arguments for tool '{self.name}': they are nested deeper than {MAX_NESTING} "
                               "levels. Call it again with arguments nested less deep.", is_error=True)
@@ -394,8 +393,6 @@ def current_call() -> ToolContext | None:
 
 def _within_nesting(output: ToolOutput) -> ToolOutput:
     """``output`` with what nests deeper than :data:`workspace.nesting.MAX_NESTING` cut (the model is told)."""
-    from workspace.nesting import MAX_NESTING, cut_deep, too_deep
-
     deep_data, deep_raw = too_deep(output.data), too_deep(output.raw)
     if not deep_data and not deep_raw:
         return output
