@@ -129,3 +129,30 @@ async def test_copy_the_last_answer_as_markdown(desktop: Any, provider: Any) -> 
     w.commands.by_name["copy_answer"].trigger()
     assert QApplication.clipboard().text() == "Here is **bold** and\n\n```bash\nls -la\n```"
     assert w.commands.by_name["copy_answer"].shortcut().toString() == "Ctrl+Shift+C"
+
+
+async def test_the_placeholder_is_drawn_again_when_the_robot_changes(desktop: Any) -> None:
+    """Qt repaints a plain text edit's placeholder only when it shows or hides, not when its text changes: the box
+    kept drawing "Message assistant…" after another robot was picked (seen after trusting a folder)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    w = desktop.window
+    await asyncio.sleep(0.1)
+    viewport = w.composer.edit.viewport()
+    painted: list[int] = []  # the widths of the areas painted
+
+    class Counter(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.Paint:
+                painted.append(event.rect().width())  # (a blinking caret repaints a few pixels alone)
+            return False
+
+    counter = Counter()
+    viewport.installEventFilter(counter)
+    try:
+        await asyncio.sleep(0.1)
+        painted.clear()
+        w.composer.set_robot("file-helper")
+        await wait_until(lambda: any(width > 40 for width in painted), timeout=5, what="the message box drawn again")
+    finally:
+        viewport.removeEventFilter(counter)

@@ -235,7 +235,11 @@ class Composer(ComposerAttachments, QWidget, StagedBuild):
         self._row.insertWidget(self._row.count() - 2, widget, 0, Qt.AlignmentFlag.AlignVCenter)
 
     def set_robot(self, robot: str) -> None:
-        self.edit.setPlaceholderText(f"Message {robot}…")
+        text = f"Message {robot}…"
+        if text != self.edit.placeholderText():
+            self.edit.setPlaceholderText(text)
+            # Qt repaints the placeholder only when it shows or hides, not when its text changes: drawn again here.
+            self.edit.viewport().update()
 
     def _on_button(self) -> None:
         if self.stopping:
