@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -738,6 +739,31 @@ async def test_the_messages_added_since_the_servers_count_are_summed_not_folded_
     assert second.used == 300 + round((counter.message(history[1]) + counter.message(history[2])) * ratio)
 
 
+#: ``json.JSONEncoder.__init__`` itself (see :func:`_count_encoders_made`).
+_ENCODER_INIT = json.JSONEncoder.__init__
+
+
+class _Reading:
+    """A value JSON cannot write: written by ``str``."""
+
+    def __str__(self) -> str:
+        return "twenty °C"
+
+
+def _count_encoders_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets an item for each ``json.JSONEncoder`` made from now on (``json.dumps`` with options makes one)."""
+    import json
+
+    made: list[int] = []
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(1)
+        _ENCODER_INIT(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONEncoder, "__init__", init)
+    return made
+
+
 def test_a_tool_calls_arguments_and_a_results_data_are_written_as_json_with_no_encoder_made_each_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The text the model reads of a call's arguments and a result's data (counted, and sent by the lean provider):
@@ -748,19 +774,8 @@ def test_a_tool_calls_arguments_and_a_results_data_are_written_as_json_with_no_e
     from workspace.messages import ToolCallMessage, ToolMessage, ToolResultMessage, result_text
     from workspace.providers.openai_format import to_openai_messages
 
-    class Reading:
-        def __str__(self) -> str:
-            return "twenty °C"
-
-    values: list[Any] = [{"city": "Zürich", "when": Reading()}, [1, 2.5, None, True], "plain", {"error": "Nö"}]
-    made: list[int] = []
-    real_init = json.JSONEncoder.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        made.append(1)
-        real_init(self, *args, **kwargs)
-
-    monkeypatch.setattr(json.JSONEncoder, "__init__", init)
+    values: list[Any] = [{"city": "Zürich", "when": _Reading()}, [1, 2.5, None, True], "plain", {"error": "Nö"}]
+    made = _count_encoders_made(monkeypatch)
     texts = [result_text(value) for value in values] + [result_text({"data": v}) for v in values]
     calls = [ToolMessage(id=f"call_{n}", name="get_weather", input={"city": "Zürich", "n": n}) for n in range(2)]
     message = ToolCallMessage(role="assistant", tools=calls)
@@ -769,7 +784,7 @@ def test_a_tool_calls_arguments_and_a_results_data_are_written_as_json_with_no_e
                                      ToolResultMessage(tool=calls[1], content={"data": "ok"})])
     part = content_text({"k": "ü"})
     assert made == []  # (before: one encoder made by json.dumps for each of these)
-    monkeypatch.setattr(json.JSONEncoder, "__init__", real_init)
+    monkeypatch.setattr(json.JSONEncoder, "__init__", _ENCODER_INIT)  # counted no more
 
     def dumps(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
@@ -822,24 +837,13 @@ def test_a_calls_arguments_are_told_apart_by_their_canonical_json_with_no_encode
 
     from workspace.agent.guards import DoomLoopDetector
 
-    class Reading:
-        def __str__(self) -> str:
-            return "twenty °C"
-
-    made: list[int] = []
-    real_init = json.JSONEncoder.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        made.append(1)
-        real_init(self, *args, **kwargs)
-
-    monkeypatch.setattr(json.JSONEncoder, "__init__", init)
+    made = _count_encoders_made(monkeypatch)
     detector = DoomLoopDetector(threshold=3)
-    calls = [{"city": "Zürich", "when": Reading()}, {"when": Reading(), "city": "Zürich"}, {"city": "Oslo", "n": [1]}]
+    calls = [{"city": "Zürich", "when": _Reading()}, {"when": _Reading(), "city": "Zürich"}, {"city": "Oslo", "n": [1]}]
     for arguments in calls:
         detector.track("get_weather", arguments)
     assert made == []  # (before: one encoder made by json.dumps for each call tracked)
-    monkeypatch.setattr(json.JSONEncoder, "__init__", real_init)
+    monkeypatch.setattr(json.JSONEncoder, "__init__", _ENCODER_INIT)  # counted no more
 
     def digest(value: Any) -> str:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
