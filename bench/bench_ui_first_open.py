@@ -161,7 +161,8 @@ def main(argv: list[str]) -> int:
     (out / "ui_first_open.json").write_text(json.dumps({
         "rounds": args.rounds, "wait_s": args.wait, "reopen": args.reopen,
         **{key: _median(this, key) for key in ("click_ms", "click_cpu_ms", "longest_ms", "longest_cpu_ms")},
-        "loads": [r["load"] for r in this]}, indent=2) + "\n")
+        "loads": [r["load"] for r in this], "warmed_before_click": sum(r["warmed_s"] is not None for r in this)},
+        indent=2) + "\n")
     return 0
 
 
