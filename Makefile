@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: run test install install-dev bench screenshot package clean lint typecheck
+.PHONY: run test install install-dev bench bench-scale screenshot package clean lint typecheck
 
 run:
 	@scripts/run
@@ -28,6 +28,10 @@ typecheck: install-dev
 
 bench: install-dev
 	@for f in bench/bench_*.py; do echo "== $$f"; QT_QPA_PLATFORM=offscreen $(PY) $$f || exit 1; done
+
+# The window at scale: each figure against its target, met or missed (bench/scale_report.py).
+bench-scale: install-dev
+	QT_QPA_PLATFORM=offscreen $(PY) bench/scale_report.py
 
 screenshot: install-dev
 	QT_QPA_PLATFORM=offscreen $(PY) scripts/screenshot.py docs/screenshot.png

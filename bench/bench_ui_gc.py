@@ -11,7 +11,7 @@ the libraries loaded after it), then the thread opened from the list (``Threads.
 screen) and again once it is paged to its top (every turn loaded) and after another thread is shown, and the window's
 refreezes at idle moments (``ui.idle``: their count and the longest, a full collection each), against the target of one frame (16 ms). The load
 average is printed with every figure. Run offscreen:
-``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_gc.py [TURNS ...]``.
+``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_gc.py [TURNS ...]``; writes bench/results/ui_gc.json.
 
 ``--switch N [ROUNDS]``: two threads of N turns opened in turn, each paged to its top, ROUNDS (4) times each: the
 objects frozen and walked and RSS after each (what a closed thread held must be freed, not pile up frozen), then
@@ -182,11 +182,13 @@ def main() -> int:
         return switching(int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) == 4 else 4)
     sizes = [int(a) for a in sys.argv[1:]] or list(SIZES)
     missed = False
+    rows = []
     print(f"A full collection (gen 2) with a thread open, {PASSES} passes each (target: one frame, {FRAME_MS:.0f} ms):")
     for turns in sizes:
         done = subprocess.run([sys.executable, __file__, "--one", str(turns)], capture_output=True, text=True,
                               check=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append(r)
         for when, label in (("started", "window started, no thread"), ("opened", "open"),
                             ("paged", f"paged to its top ({r['turns_paged']} turns)"),
                             ("left", "then a new thread shown")):
@@ -198,6 +200,10 @@ def main() -> int:
         if r["refreezes"] is not None:
             print(f"    refreezes at idle moments: {r['refreezes'][0]}, the longest {r['refreezes'][1]:.1f} ms")
     print("target met" if not missed else "target missed")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ui_gc.json").write_text(json.dumps({"sizes": rows, "passes": PASSES, "target_ms": FRAME_MS,
+                                                "met": not missed}, indent=2) + "\n")
     return 1 if missed else 0
 
 

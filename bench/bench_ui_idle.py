@@ -6,12 +6,14 @@ thread paged in that is millions. For each size (objects frozen: lists, the shap
 real watch runs ``SECONDS`` on an idle Qt loop, and so does a watch that asks ``gc.get_freeze_count()`` at every tick
 (what the watch did before, the baseline, in the same process). Prints the window thread's CPU share while idle and
 its longest tick, with the load average. Targets: the CPU share at the largest size within 1.5 × the smallest's, and
-no tick over 1 ms. Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_idle.py``.
+no tick over 1 ms. Run offscreen: ``QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui_idle.py``; writes
+bench/results/ui_idle.json.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 import time
@@ -92,6 +94,13 @@ def main() -> int:
     ok = ratio <= 1.5 and worst <= 1.0
     print(f"the watch: idle CPU at {rows[-1][0]:,} frozen vs {rows[0][0]:,}: {ratio:.2f} × (target <= 1.5); "
           f"longest tick {worst:.2f} ms (target <= 1): {'met' if ok else 'MISSED'}")
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ui_idle.json").write_text(json.dumps({
+        "sizes": [{"frozen": frozen, **{name: {"cpu_share": share, "longest_tick_ms": tick}
+                                        for name, (share, tick) in figures.items()}} for frozen, figures in rows],
+        "ratio": round(ratio, 3), "longest_tick_ms": round(worst, 3), "target_ratio": 1.5, "target_tick_ms": 1.0,
+        "met": ok, "load": round(os.getloadavg()[0], 2)}, indent=2) + "\n")
     return 0 if ok else 1
 
 

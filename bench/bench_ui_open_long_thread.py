@@ -1,7 +1,8 @@
 """Opening a long thread in the window: what the window's thread pays before the first paint.
 
 Threads of 100 and 10,000 turns (each: the user's message, an answer with a tool call and its result, a
-final answer; built as ``bench_ui_thread_scale`` builds them) in fresh databases, then, several times each
+final answer; built as ``bench_ui_thread_scale`` builds them) in fresh databases, then, several times each (``RUNS``,
+7, and ``WINDOW_RUNS``, 3, in the environment)
 (median and fastest printed, with the load average):
 
 - the branch's ids read whole (``Store.path_ids``: one recursive query from the leaf to the root);
@@ -42,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 SIZES = (100, 10000)
-RUNS = 7
-WINDOW_RUNS = 3
+RUNS = int(os.environ.get("RUNS", "7"))
+WINDOW_RUNS = int(os.environ.get("WINDOW_RUNS", "3"))
 #: The search hit opened is this many turns above the branch's end (or turn 5 of a shorter one): every turn
 #: below it is replayed to show it, a few ms each, so turn 5 of 10,000 would take minutes on a busy machine.
 HIT_DEPTH = 2000

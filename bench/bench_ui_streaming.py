@@ -601,6 +601,7 @@ def main() -> int:
         "end_to_end": {k: round(v, 1) for k, v in e2e.items()},
         "outside_view_us_per_token": outside,
         "targets": {"tokens_per_s": 5000, "longest_stall_ms": 50},
+        "flat_slack_ms": FLAT_SLACK_MS,
     }
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
