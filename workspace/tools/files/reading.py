@@ -349,11 +349,12 @@ def _folder_files(ws: _Workspace, top: str | os.PathLike[str], rel_top: str, pen
                         return
                     try:
                         is_dir = entry.is_dir()
+                        linked = is_dir and entry.is_symlink()  # (os.walk: a link to a folder is not followed)
                     except OSError:
-                        is_dir = False
+                        is_dir = linked = False
                     if not is_dir:
                         files.append(entry.name)
-                    elif not _skip_dir(entry.name) and not entry.is_symlink():  # (os.walk: links not followed)
+                    elif not linked and not _skip_dir(entry.name):
                         dirs.append(entry.name)
         except OSError:
             continue  # (os.walk: a folder that cannot be listed is passed over)
