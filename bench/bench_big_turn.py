@@ -2,14 +2,16 @@
 and ``LazyTranscript.all_events`` (the inspector's trace), with this tree's code and with another's.
 
 A thread is recorded through a real run (tests/fakes/llm_server.py), then its one turn gets N more copies of
-its ``run_status`` row (SQL): what a run repeating one status (a retry loop, a silent local server) leaves.
+its ``run_status`` row (SQL): what a run repeating one status (a retry loop, a silent local server) leaves; with
+``--distinct`` each copy says something else (its ``detail`` numbered), N different events none of which folds,
+which the window reads at most ``ui.transcript.TURN_EVENTS_SHOWN`` of.
 Each measurement runs in a fresh Python process (its peak RSS is its own, the app's modules imported first):
 wall time, the thread's CPU time (time.thread_time), the events the view gets, peak RSS.
 
 ``--old DIR`` runs each case with DIR's code too (e.g. ``git archive`` of main's commit in /tmp), alternating
 new and old runs, ``--rounds`` of each; medians are printed with the load average (os.getloadavg()).
 
-Run: ``PYTHONPATH=$PWD .venv/bin/python bench/bench_big_turn.py --events 300000 --old /tmp/bigturn-main``.
+Run: ``PYTHONPATH=$PWD .venv/bin/python bench/bench_big_turn.py --events 300000 [--distinct] --old /tmp/bigturn-main``.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ store.close()
 '''
 
 
-def make(folder: Path, extra: int) -> tuple[Path, str]:
+def make(folder: Path, extra: int, *, distinct: bool = False) -> tuple[Path, str]:
     sys.path.insert(0, str(ROOT / "tests"))
     os.environ["ROBOTLAB_HOME"] = str(folder / "home")
     from fakes.llm_server import FakeLLMServer
@@ -80,8 +82,10 @@ def make(folder: Path, extra: int) -> tuple[Path, str]:
     def copies() -> Iterator[tuple[object, ...]]:  # each with its own number and time, as a run writes them
         for i in range(extra):
             seq, ts = event["seq"] + 1 + i, event["ts"] + 0.001 * (i + 1)
-            yield (*row[:3], seq, *row[4:7], ts, json.dumps({**event, "seq": seq, "ts": ts}, separators=(",", ":")),
-                   row[9])
+            data = {**event, "seq": seq, "ts": ts}
+            if distinct:
+                data["detail"] = f"still waiting ({i + 1})"
+            yield (*row[:3], seq, *row[4:7], ts, json.dumps(data, separators=(",", ":")), row[9])
 
     conn.executemany(f"INSERT INTO events ({columns}) VALUES (?,?,?,?,?,?,?,?,?,?)", copies())
     conn.commit()
@@ -101,12 +105,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--distinct", action="store_true", help="each extra row says something else (none folds)")
     parser.add_argument("--old", type=Path, help="another tree's root (its workspace and ui), run alternately")
     args = parser.parse_args()
     trees = [("new", ROOT)] + ([("old", args.old)] if args.old else [])
     with tempfile.TemporaryDirectory(prefix="bench-big-turn-") as scratch:
-        db, thread_id = make(Path(scratch), args.events)
-        print(f"one turn with {args.events:,} extra run_status rows: {db.stat().st_size >> 20} MiB database")
+        db, thread_id = make(Path(scratch), args.events, distinct=args.distinct)
+        print(f"one turn with {args.events:,} extra {'different ' if args.distinct else ''}run_status rows: "
+              f"{db.stat().st_size >> 20} MiB database")
         for case in ("view", "all_events"):
             seen: dict[str, list[dict[str, float]]] = {name: [] for name, _ in trees}
             loads: list[float] = []

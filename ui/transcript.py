@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 PAGE = 50
 #: Turns whose events one read of :meth:`LazyTranscript.events_while` takes.
 EVENTS_READ = 200
+#: The most events of one turn read for the window (its first half and its last, a notice saying how many are left
+#: out between them, a run's text deltas joined as they are read): a turn of 300,000 different events was read whole.
+TURN_EVENTS_SHOWN = 20_000
 
 #: The name of the worker thread reading ahead of the turns being loaded.
 AHEAD_THREAD = "transcript-ahead"
@@ -163,7 +166,7 @@ class LazyTranscript:
             with store.reading_apart():
                 page = None if walk_from is None else store.path_page(thread_id, walk_from, limit=PAGE)
                 read_ids = ids if page is None else page.ids
-                by_turn = store.events_of(read_ids, fold=True)
+                by_turn = store.events_of(read_ids, fold=True, shown=TURN_EVENTS_SHOWN)
             return walk_from, page, {turn_id: coalesce_text(events) for turn_id, events in by_turn.items()}
 
         if ids or walk_from is not None:
@@ -190,7 +193,7 @@ class LazyTranscript:
         self._collect()
         events = self._events.pop(turn.id, None)
         if events is None:
-            events = coalesce_text(self.store.turn_events(turn.id, fold=True))
+            events = coalesce_text(self.store.turn_events(turn.id, fold=True, shown=TURN_EVENTS_SHOWN))
         if turn.parent_turn_id not in self._branches:  # a turn not read through this transcript's pages
             self._branches.update(self.store.children_ids(self.thread_id, [turn.parent_turn_id]))
         siblings = self._branches.get(turn.parent_turn_id) or [turn.id]
@@ -220,7 +223,7 @@ class LazyTranscript:
                 return None
             page = self.store.path_page(self.thread_id, self.leaf_id if page is None else page.above,
                                         limit=EVENTS_READ)
-            by_turn = self.store.events_of(page.ids, fold=True)
+            by_turn = self.store.events_of(page.ids, fold=True, shown=TURN_EVENTS_SHOWN)
             pages.append([event for turn_id in page.ids for event in coalesce_text(by_turn.get(turn_id, []))])
         return [event for events in reversed(pages) for event in events]
 

@@ -10,6 +10,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from ui.transcript import LazyTranscript
 from workspace import events as ev
 from workspace.persistence import Store, coalesce_text
@@ -82,3 +84,61 @@ def test_a_turn_without_repeats_shows_as_before_over_many_pages(tmp_path: Path) 
     assert events[repeated + 1].replace(seq=events[repeated].seq, ts=events[repeated].ts) == events[repeated]
     expected = coalesce_text([e for i, e in enumerate(events) if i != repeated])
     assert shown == expected
+
+
+DIFFERENT = 30_000
+SHOWN = 1_000
+
+
+def test_a_turn_of_very_many_different_events_opens_with_a_bounded_part_of_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that printed for hours (30,000 different output chunks here; none folds): the window reads at most
+    ``TURN_EVENTS_SHOWN`` of the turn's events (monkeypatched to 1,000), its first half and its last, and a notice
+    in the chat says how many are left out and how to see them all; the answer's text, streamed as 2,000 deltas
+    before the call, is whole (joined as it is read). The turn was read whole: every event in memory at once."""
+    from tests.ui.chat_dump import dump_state
+    from ui import transcript
+    from ui.chat.model.presenter import ChatPresenter
+
+    monkeypatch.setattr(transcript, "TURN_EVENTS_SHOWN", SHOWN, raising=False)
+    events: list[ev.Event] = [_stamp(ev.RunStarted, 1, message="hi")]
+    events += [_stamp(ev.TextDelta, 2 + i, text=f"w{i} ") for i in range(2_000)]
+    events.append(_stamp(ev.ToolUse, len(events) + 1, id="c1", name="run_command", input={"command": "make"}))
+    first = len(events) + 1
+    events += [_stamp(ev.ToolOutput, first + i, id="c1", name="run_command", text=f"compiling unit {i}\n")
+               for i in range(DIFFERENT)]
+    first = len(events) + 1
+    events += [_stamp(ev.RunStatus, first + i, state="waiting", detail="no token yet") for i in range(3_000)]
+    events.append(_stamp(ev.ToolResult, len(events) + 1, id="c1", name="run_command", payload={"data": "built"}))
+    events.append(_stamp(ev.Text, len(events) + 1, text="Built."))
+    events.append(_stamp(ev.RunFinished, len(events) + 1))
+    with Store(tmp_path / "db.sqlite") as store:
+        thread_id, _ = _turn(store, events)
+        turn = store.path(thread_id)[-1]
+        LazyTranscript(store, thread_id).view(turn)  # imports and caches what a first read makes, before measuring
+        tracemalloc.start()
+        try:
+            shown = LazyTranscript(store, thread_id).view(turn).events
+            trace = LazyTranscript(store, thread_id).all_events()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        presenter = ChatPresenter()
+        presenter.load_thread(LazyTranscript(store, thread_id))
+    assert len(shown) <= SHOWN + 1 and len(trace) <= SHOWN + 1, (len(shown), len(trace))
+    text = "".join(f"w{i} " for i in range(2_000))
+    assert [(e.kind, getattr(e, "text", None)) for e in shown[:3]] == [("run_started", None), ("text", text),
+                                                                      ("tool_use", None)]
+    notices = [e for e in shown if isinstance(e, ev.RunStatus) and e.state == "notice"]
+    assert len(notices) == 1, notices
+    waiting = [e for e in shown if isinstance(e, ev.RunStatus) and e.state == "waiting"]  # the repeats: the last
+    assert [e.seq for e in waiting] == [len(events) - 3], waiting
+    left_out = len(events) - (len(shown) - 1) - 1_999 - 2_999  # (the notice; the deltas are one, the repeats one)
+    assert f"{left_out:,} more events of this turn are not shown" in notices[0].detail
+    assert "Export thread events as JSONL" in notices[0].detail
+    assert [e.kind for e in shown[-3:]] == ["tool_result", "text", "run_finished"]
+    outputs = [e.text for e in shown if isinstance(e, ev.ToolOutput)]
+    assert outputs[0] == "compiling unit 0\n" and outputs[-1] == f"compiling unit {DIFFERENT - 1}\n"
+    assert [e.kind for e in trace] == [e.kind for e in shown]
+    assert "more events of this turn are not shown" in dump_state(presenter.state)
+    assert peak < 6 * 2**20, f"{peak / 2**20:.1f} MiB"  # (read whole: every row and event at once)

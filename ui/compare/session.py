@@ -61,6 +61,8 @@ class CompareSession:
         self._runs: list[RecordedRun] = []
         #: Each candidate of the last message (or ↻) and its last verify task before its run started.
         self._verifies_before: dict[int, Any] = {}
+        #: The files of the proposal the last ↻ discarded (its candidate answers again from the folder as it is).
+        self.superseded: list[str] = []
 
     def start(self) -> list[str]:
         """Make the candidates' threads (each with its robot and model); returns their labels."""
@@ -114,7 +116,7 @@ class CompareSession:
             return None
         self = cls.__new__(cls)
         self.workspace, self.specs, self.id, self.message, self._runs = workspace, [], str(comparison), "", []
-        self._verifies_before = {}
+        self._verifies_before, self.superseded = {}, []
         self.sessions = [workspace.open_thread(t.id) for t in linked]
         self.labels = [str(t.metadata.get("candidate_label") or t.robot) for t in linked]
         kept = [i for i, t in enumerate(linked) if t.metadata.get("kept")]
@@ -151,11 +153,24 @@ class CompareSession:
 
     def regenerate(self, index: int, turn_id: str) -> list[tuple[CandidateResult, RecordedRun]]:
         """Ask candidate ``index`` again for its answer to turn ``turn_id`` (a new branch of its thread, as
-        ↻ does in a chat); the other candidates keep theirs. Returns the run started, for :meth:`follow`."""
+        ↻ does in a chat); the other candidates keep theirs. Returns the run started, for :meth:`follow`.
+
+        The candidate answers again from the folder as it is: the proposal of its that waits for review is
+        discarded first (its files in :attr:`superseded`), not told to the model (the new branch never made it).
+        Its own pending edits would otherwise be the files the new answer reads and edits: an ``edit_file`` whose
+        search text the old proposal had replaced failed with "search text not found"."""
         if index not in self.active:
             raise ValueError(f"Candidate {index + 1} is no longer in the comparison")
         self._not_running("asking again")
-        started = [(self._result(index), self.sessions[index].regenerate(turn_id, candidate=index))]
+        session = self.sessions[index]
+        changes = session.changes
+        self.superseded = [fc.display_path for fc in changes.pending_files] if changes is not None else []
+        if changes is not None and self.superseded:
+            result = changes.discard(reason="superseded: the candidate was asked again", tell=False)
+            if result.error:
+                raise RuntimeError(f"its proposal waiting for review could not be discarded ({result.error}); "
+                                   "decide it in the Changes dock first")
+        started = [(self._result(index), session.regenerate(turn_id, candidate=index))]
         self._runs = [run for _, run in started]
         return started
 

@@ -425,6 +425,11 @@ class Comparisons(QObject):
         except Exception as exc:
             self.services.notices.banner(f"Could not ask {compare.labels[index]} again: {exc}")
             return
+        if compare.superseded:
+            files = ", ".join(compare.superseded[:3]) + (f" and {len(compare.superseded) - 3} more"
+                                                         if len(compare.superseded) > 3 else "")
+            self.services.notices.toast(f"{compare.labels[index]}'s proposed changes to {files} were discarded: it "
+                                        "answers again from the folder as it is.")
         self.select(index)
         self.chats[index].show_thread(LazyTranscript(compare.workspace.store, compare.thread_ids[index]))
         stats.message_sent([index])

@@ -575,10 +575,11 @@ class ChangeSet:
         who = f"{self.robot}: " if self.robot else ""
         return f"{who}{shown}"
 
-    def discard(self, *, reason: str | None = None) -> ApplyResult:
-        """Reject every pending change (nothing is written) and settle it."""
+    def discard(self, *, reason: str | None = None, tell: bool = True) -> ApplyResult:
+        """Reject every pending change (nothing is written) and settle it. ``tell``: the model hears of it in
+        front of its next message (False: a proposal its next run does not see, one superseded by asking again)."""
         self.reject_all(reason=reason)
-        return self.apply()
+        return self.apply(_tell=tell)
 
     def rebase(self, key: str, *, text: str | None = None, overwrite: bool = False) -> FileChange | None:
         """Make a (conflicting) file's change start from what is on disk now.

@@ -25,7 +25,7 @@ import re
 import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,14 @@ EVENT_ROWS_READ = 2000
 #: one before said (the chat shows a run's last status and a call's last progress).
 _FOLDED: tuple[type[ev.Event], ...] = (ev.RunStatus, ev.ToolProgress)
 _FOLDED_KINDS = frozenset(cls.kind for cls in _FOLDED)
+#: Of each folded kind, the fields a repeat has alike (all but the stamp's number and time), the ones most
+#: likely to differ first.
+_COMPARED: dict[type[ev.Event], tuple[str, ...]] = {
+    cls: tuple(sorted((f.name for f in fields(cls) if f.name not in ("seq", "ts")),
+                      key=lambda name: name in ("run_id", "robot", "task", "parent_run_id", "parent_tool_id",
+                                                "candidate")))
+    for cls in _FOLDED}
+_DELTA_KINDS = frozenset((ev.TextDelta.kind, ev.ReasoningDelta.kind))
 #: A stored event's number and time (``"seq":3,`` ... ``"ts":1796086816.54,``): the stamp fields come before the
 #: event's own, and a quote inside a string is escaped, so the first of each is the event's own.
 _STAMP = re.compile(r'"seq":-?\d+,|"ts":[-+.\deE]+,')
@@ -55,8 +63,108 @@ _STAMP = re.compile(r'"seq":-?\d+,|"ts":[-+.\deE]+,')
 def is_repeat(previous: ev.Event, event: ev.Event) -> bool:
     """Whether ``event`` is a status or progress event saying what ``previous`` said (all its fields alike but
     its time and number): one a run repeating itself (a retry loop, a server's progress notes) wrote again."""
-    return (type(event) is type(previous) and isinstance(event, _FOLDED)
-            and replace(event, ts=previous.ts, seq=previous.seq) == previous)
+    compared = _COMPARED.get(type(event)) if type(event) is type(previous) else None
+    return compared is not None and all(getattr(event, name) == getattr(previous, name) for name in compared)
+
+
+#: What a turn read for display (``shown``) says in place of the events it leaves out (``{count}``: how many).
+NOT_SHOWN = ("… {count:,} more events of this turn are not shown here: export the thread's events (File › Export "
+             "thread events as JSONL…, or robotlab threads export ID --format jsonl) to see them all.")
+
+
+class _Shown:
+    """A turn's events as read (``limit`` None: all of them). For display (a ``limit``): a run of text or reasoning
+    deltas of one run is joined into its first delta as it is read (the text a reopened turn shows, which
+    ``coalesce_text`` joins after the read anyway), and at most about ``limit`` events are kept: the first half
+    decoded as they come, then the rows of the last half only, decoded once the turn is read (a row pushed out of
+    them is never decoded), the ones between counted and said by one ``notice`` status in their place
+    (:data:`NOT_SHOWN`). Memory holds ``limit`` events and rows whatever the turn's size: a turn of 300,000
+    different events held them all, and decoded them all."""
+
+    __slots__ = ("dropped", "first_dropped", "head", "head_max", "join", "parts", "rows")
+
+    def __init__(self, limit: int | None, *, join: bool | None = None) -> None:
+        from collections import deque
+
+        self.head: list[ev.Event] = []
+        self.head_max = limit // 2 if limit is not None else None
+        self.join = limit is not None if join is None else join
+        #: The rows of the last half, not decoded yet (the oldest pushed out and counted past ``maxlen``).
+        self.rows: deque[str] = deque(maxlen=max(1, limit - limit // 2) if limit is not None else None)
+        self.dropped = 0
+        self.first_dropped: str | None = None
+        #: The text of the deltas joined into the last event so far (None: it joined none).
+        self.parts: list[str] | None = None
+
+    @property
+    def full(self) -> bool:
+        """Whether the first half is read: the rows that come now are kept as rows (:meth:`add_row`)."""
+        return self.head_max is not None and len(self.head) >= self.head_max
+
+    def last(self) -> ev.Event | None:
+        self._join()
+        return self.head[-1] if self.head else None
+
+    def set_last(self, event: ev.Event) -> None:
+        self._join()
+        self.head[-1] = event
+
+    def append(self, event: ev.Event) -> None:
+        if not self.joins(event):
+            self._join()
+            self.head.append(event)
+
+    def joins(self, event: ev.Event) -> bool:
+        """Whether ``event`` is a delta going on from the last one kept (of its kind, run, robot and task): its
+        text joined to that one's (only when joining)."""
+        if not (self.join and self.head and isinstance(event, ev.TextDelta | ev.ReasoningDelta)):
+            return False
+        last = self.head[-1]
+        if not (isinstance(last, ev.TextDelta | ev.ReasoningDelta) and type(last) is type(event)
+                and last.run_id == event.run_id and last.robot == event.robot and last.task == event.task):
+            return False
+        if self.parts is None:
+            self.parts = [last.text]
+        self.parts.append(event.text)
+        return True
+
+    def add_row(self, data: str) -> None:
+        """A row of the last half (the oldest of them left out when there are more)."""
+        rows = self.rows
+        if len(rows) == rows.maxlen:
+            if self.first_dropped is None:
+                self.first_dropped = rows[0]
+            self.dropped += 1
+        rows.append(data)
+
+    def _join(self) -> None:
+        if self.parts is None:
+            return
+        text, self.parts = "".join(self.parts), None
+        self.head[-1] = self.head[-1].replace(text=text)
+
+    def events(self, resolver: blobs.Resolver, *, fold: bool) -> list[ev.Event]:
+        """The events kept: the first half, the notice of those left out, the last half's rows decoded (their
+        repeats folded with ``fold``, their deltas joined)."""
+        self._join()
+        if not self.rows:
+            return self.head
+        rest = _Shown(None, join=True)
+        for data in self.rows:
+            event = event_from_row(data, resolver)
+            last = rest.last()
+            if fold and last is not None and is_repeat(last, event):
+                rest.set_last(event)
+            else:
+                rest.append(event)
+        tail = rest.events(resolver, fold=fold)
+        if self.first_dropped is None:
+            return [*self.head, *tail]
+        first = event_from_row(self.first_dropped, resolver)
+        said = ev.RunStatus(run_id=first.run_id, robot=first.robot, seq=first.seq, task=first.task, ts=first.ts,
+                            parent_run_id=first.parent_run_id, parent_tool_id=first.parent_tool_id,
+                            candidate=first.candidate, state="notice", detail=NOT_SHOWN.format(count=self.dropped))
+        return [*self.head, said, *tail]
 
 
 def status_for(event: ev.Event) -> str:
@@ -291,23 +399,27 @@ class EventLog(Database):
                 pass  # every other kind: the row is all
         return out
 
-    def turn_events(self, turn_id: str, *, include_held: bool = True, fold: bool = False) -> list[ev.Event]:
+    def turn_events(self, turn_id: str, *, include_held: bool = True, fold: bool = False,
+                    shown: int | None = None) -> list[ev.Event]:
         """The turn's events as stored, in order (held text deltas last, as one delta per run); ``fold``: a
-        status or progress event repeating the one before it (:func:`is_repeat`) replaces it as it is read."""
-        return self._events_of([turn_id], include_held=include_held, fold=fold)[turn_id]
+        status or progress event repeating the one before it (:func:`is_repeat`) replaces it as it is read;
+        ``shown``: read for display, at most that many events (:class:`_Shown`)."""
+        return self._events_of([turn_id], include_held=include_held, fold=fold, shown=shown)[turn_id]
 
     def events_of(self, turn_ids: Sequence[str], classes: Sequence[type[ev.Event]] | None = None, *,
-                  fold: bool = False) -> dict[str, list[ev.Event]]:
+                  fold: bool = False, shown: int | None = None) -> dict[str, list[ev.Event]]:
         """The events of these turns alone (only those of ``classes``, if given), by turn, held deltas last;
-        ``fold`` as for :meth:`turn_events`."""
-        return self._events_of(list(turn_ids), classes, fold=fold)
+        ``fold`` and ``shown`` as for :meth:`turn_events`."""
+        return self._events_of(list(turn_ids), classes, fold=fold, shown=shown)
 
     def _events_of(self, turn_ids: list[str], classes: Sequence[type[ev.Event]] | None = None, *,
-                   include_held: bool = True, fold: bool = False) -> dict[str, list[ev.Event]]:
+                   include_held: bool = True, fold: bool = False,
+                   shown: int | None = None) -> dict[str, list[ev.Event]]:
         """The events of these turns (only those of ``classes``, if given), by turn, held deltas last. Read
         :data:`EVENT_ROWS_READ` rows at a time, so that with ``fold`` a turn that repeated one status 300,000
-        times holds one event of them, never all its rows and events at once."""
-        out: dict[str, list[ev.Event]] = {tid: [] for tid in turn_ids}
+        times holds one event of them, and with ``shown`` a turn of 300,000 different events holds ``shown`` of
+        them, never all its rows and events at once."""
+        kept: dict[str, _Shown] = {tid: _Shown(shown) for tid in turn_ids}
         resolver = self._resolver()
         number = 0
         last_key: dict[str, str | None] = {}  # (fold) each turn's last row, stamp left out, when a folded kind
@@ -329,7 +441,24 @@ class EventLog(Database):
                     if not number % DECODED_BETWEEN_WAITS:
                         self.wait_background()  # (a worker reading apart, held back: it waits here too)
                     turn_id, data = row["turn_id"], row["data"]
-                    events = out[turn_id]
+                    events = kept[turn_id]
+                    if events.full:  # (for display, the first half read: the rest kept as rows, the last decoded)
+                        if fold:
+                            key = _STAMP.sub("", data, 2) if row["kind"] in _FOLDED_KINDS else None
+                            if key is not None and last_key.get(turn_id) == key:
+                                if events.rows:
+                                    events.rows[-1] = data
+                                else:
+                                    unread[turn_id] = data
+                                continue
+                            last_key[turn_id] = key
+                            if turn_id in unread:
+                                events.set_last(event_from_row(unread.pop(turn_id), resolver))
+                        if (not events.rows and row["kind"] in _DELTA_KINDS
+                                and events.joins(event_from_row(data, resolver))):
+                            continue  # (the first half's last text goes on: one text, never cut)
+                        events.add_row(data)
+                        continue
                     if fold:  # a row saying what the one before said (but for its stamp) is not even decoded
                         key = _STAMP.sub("", data, 2) if row["kind"] in _FOLDED_KINDS else None
                         if key is not None and last_key.get(turn_id) == key:
@@ -337,10 +466,11 @@ class EventLog(Database):
                             continue
                         last_key[turn_id] = key
                         if turn_id in unread:
-                            events[-1] = event_from_row(unread.pop(turn_id), resolver)
+                            events.set_last(event_from_row(unread.pop(turn_id), resolver))
                     event = event_from_row(data, resolver)
-                    if fold and events and is_repeat(events[-1], event):
-                        events[-1] = event
+                    last = events.last()
+                    if fold and last is not None and is_repeat(last, event):
+                        events.set_last(event)
                     else:
                         events.append(event)
                 if len(rows) < EVENT_ROWS_READ:
@@ -348,7 +478,8 @@ class EventLog(Database):
                 after = rows[-1]["id"]
                 del rows
         for turn_id, data in unread.items():
-            out[turn_id][-1] = event_from_row(data, resolver)
+            kept[turn_id].set_last(event_from_row(data, resolver))
+        out = {turn_id: events.events(resolver, fold=fold) for turn_id, events in kept.items()}
         if include_held:
             with self._lock:
                 for held_key, held in self._held.items():

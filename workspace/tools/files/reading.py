@@ -7,6 +7,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from workspace.diffing import sniff, split_lines, strip_eol
@@ -30,7 +31,7 @@ from workspace.tools.files.common import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from workspace.tools.files.common import _Workspace
 
 
 
@@ -327,6 +328,52 @@ def _list_files(path: str = ".", recursive: bool = False, pattern: str | None = 
     return out
 
 
+def _folder_files(ws: _Workspace, top: str | os.PathLike[str], rel_top: str, pending: dict[str, str],
+                  ended: Callable[[], bool]) -> Iterator[str]:
+    """The files under ``top`` (``rel_top`` in the folder) a search looks at, in :func:`os.walk`'s order (a folder's
+    files by name, then each of its sub-folders by name, depth first; skipped folders, temporary files and links
+    out of the folder left out), then this run's proposed new files under it. Listed a folder at a time as the
+    search goes, so memory holds the largest folder's names and the path down to it, never the tree's; ``ended``
+    is asked at every entry listed, so a Stop or the time limit ends the walk inside a folder of any size."""
+    stack: list[tuple[str, str]] = [(os.fspath(top), rel_top)]
+    walked: set[str] = set()  # this run's pending paths found on disk (the rest are new files, added at the end)
+    while stack:
+        root, rel_root = stack.pop()
+        prefix = rel_root + "/" if rel_root else ""
+        files: list[str] = []
+        dirs: list[str] = []
+        try:
+            with os.scandir(root) as entries:
+                for entry in entries:
+                    if ended():
+                        return
+                    try:
+                        is_dir = entry.is_dir()
+                        linked = is_dir and entry.is_symlink()  # (os.walk: a link to a folder is not followed)
+                    except OSError:
+                        is_dir = linked = False
+                    if not is_dir:
+                        files.append(entry.name)
+                    elif not linked and not _skip_dir(entry.name):
+                        dirs.append(entry.name)
+        except OSError:
+            continue  # (os.walk: a folder that cannot be listed is passed over)
+        for name in sorted(files):
+            if is_temp_name(name):
+                continue
+            full = os.path.join(root, name)
+            if os.path.islink(full) and not ws.sandbox.contains(full):
+                continue
+            rel = prefix + name
+            if rel in pending:
+                walked.add(rel)
+            yield rel
+        stack.extend((os.path.join(root, d), prefix + d) for d in sorted(dirs, reverse=True))
+    prefix = rel_top + "/" if rel_top else ""
+    yield from (p for p, what in sorted(pending.items())
+                if p.startswith(prefix) and p not in walked and (what == "created" or what.startswith("renamed from")))
+
+
 class _SlowLine(Exception):
     """A line a regular expression did not match within :data:`MAX_MATCH_SLICE_SECONDS`: skipped, and said."""
 
@@ -377,25 +424,15 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
         search = re.compile(re.escape(query), 0 if sensitive else re.IGNORECASE).search
     limit = max(1, min(int(max_results), MAX_SEARCH_RESULTS))
     pending = ws.changes.pending_paths() if ws.changes is not None else {}
-    candidates: list[str] = []
+
+    def ended() -> bool:
+        return stop.is_set() or time.monotonic() > deadline
+
+    candidates: Iterator[str]
     if base.path.is_file() or (not base.path.exists() and base.rel in pending):
-        candidates = [] if is_temp_name(base.path.name) else [base.rel]
+        candidates = iter([] if is_temp_name(base.path.name) else [base.rel])
     elif base.path.is_dir():
-        for root, dirs, files in os.walk(base.path, followlinks=False):
-            if time.monotonic() > deadline or stop.is_set():
-                break  # said below, as a search out of time
-            dirs[:] = sorted(d for d in dirs if not _skip_dir(d))
-            rel_root = ws.sandbox.relative(root)
-            for f in sorted(files):
-                full = os.path.join(root, f)
-                if is_temp_name(f) or (os.path.islink(full) and not ws.sandbox.contains(full)):
-                    continue
-                candidates.append((rel_root + "/" if rel_root else "") + f)
-        prefix = base.rel + "/" if base.rel else ""
-        known = set(candidates)
-        candidates += [p for p, what in sorted(pending.items())
-                       if p.startswith(prefix) and p not in known
-                       and (what == "created" or what.startswith("renamed from"))]
+        candidates = _folder_files(ws, base.path, base.rel, pending, ended)
     else:
         raise Refused(f"'{display_path(path)}' does not exist in the opened folder; use list_files to find the right "
                       "path")
@@ -452,6 +489,7 @@ def _search_files(query: str, path: str = ".", regex: bool = False, case_sensiti
                 break
         if truncated or out_of_time:
             break
+    out_of_time = out_of_time or (not truncated and ended())  # (the walk ended by the time limit, or Stop)
     out: dict[str, Any] = {"query": query, "matches": matches, "files_searched": searched}
     notes = []
     if out_of_time:
