@@ -240,3 +240,51 @@ async def test_undo_then_redo_before_the_next_message_tells_what_is_on_disk(tmp_
         assert note is not None and "accepted and written" in note and "undone" not in note
     finally:
         await ws.aclose()
+
+
+async def test_asking_again_answers_from_the_folder_not_from_the_replaced_answers_proposal(tmp_path: Path) -> None:
+    """↻ and edit & resend: the proposal the replaced answer made (still waiting for review) is discarded, so the
+    new answer edits the folder as it is (reading through it, the same edit failed: "search text not found")."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    edit = [ToolCall("edit_file", {"path": "a.txt", "search": "two", "replace": "TWO"})]
+    provider = ScriptedProvider([edit, "Proposed.", edit, "Proposed again.", edit, "Proposed once more."])
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=provider)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two").wait()
+        first = session.thread.current_turn_id
+        assert first is not None and session.changes is not None and session.superseded == []
+        for fork in (lambda: session.regenerate(first), lambda: session.edit_and_resend(first, "capitalise it")):
+            await fork().wait()
+            assert session.superseded == ["a.txt"]
+            turn = session.thread.current_turn_id
+            assert turn is not None
+            errors = [e for e in ws.store.turn_events(turn) if isinstance(e, ev.ToolError)]
+            assert errors == []
+            assert [fc.after for fc in session.changes.pending_files] == [b"one\nTWO\nthree\n"]
+        assert (folder / "a.txt").read_text(encoding="utf-8") == "one\ntwo\nthree\n"  # nothing written
+    finally:
+        await ws.aclose()
+
+
+async def test_asking_again_keeps_a_proposal_an_earlier_turn_made(tmp_path: Path) -> None:
+    """A proposal of a turn the new branch follows is not the replaced answer's: it stays waiting for review."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    provider = ScriptedProvider([[ToolCall("edit_file", {"path": "a.txt", "search": "two", "replace": "TWO"})],
+                                 "Proposed.", "Nothing to change.", "Still nothing."])
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=provider)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise two").wait()
+        await session.send("anything else?").wait()
+        second = session.thread.current_turn_id
+        assert second is not None
+        await session.regenerate(second).wait()
+        assert session.superseded == []
+        assert session.changes is not None and session.changes.pending_paths() == {"a.txt": "modified"}
+    finally:
+        await ws.aclose()

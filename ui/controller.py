@@ -357,6 +357,10 @@ class Controller(ThreadList):
             self.problem.emit(f"Could not fork the thread: {exc}")
             return False
         self.thread_opened.emit(self.session)  # the branch on screen changed: re-render
+        if session.superseded:
+            from workspace.session.thread import superseded_note
+
+            self.notice.emit(superseded_note(session.thread.robot, session.superseded))
         self._start(run)
         return True
 

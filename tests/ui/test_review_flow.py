@@ -462,3 +462,20 @@ async def test_apply_again_while_asked_does_not_ask_twice(app: Any, provider: An
     first.button_back.click()
     await _settled(pane)
     assert (folder / "notes.txt").read_bytes() == NOTES
+
+
+async def test_asking_again_discards_the_replaced_answers_proposal_and_says_so(app: Any, provider: Any) -> None:
+    """↻ on an answer whose proposal waits for review: the new answer edits the folder as it is (not the old
+    proposal's text: "search text not found"), the Changes dock holds only its proposal, and a toast names the
+    discarded files."""
+    edit = [ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"})]
+    provider.enqueue(edit, "Proposed.", edit, "Proposed again.")
+    app.window.runs.send("capitalise beta")
+    await _idle(app)
+    app.window.runs.regenerate_last()
+    await _idle(app)
+    session = app.controller.session
+    turn = session.thread.current_turn_id
+    assert [e for e in session.store.turn_events(turn) if type(e).__name__ == "ToolError"] == []
+    assert [fc.after for fc in session.changes.pending_files] == [NOTES.replace(b"beta", b"BETA")]
+    assert "notes.txt" in app.window.toast.label.text() and "discarded" in app.window.toast.label.text()

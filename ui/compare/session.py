@@ -155,22 +155,15 @@ class CompareSession:
         """Ask candidate ``index`` again for its answer to turn ``turn_id`` (a new branch of its thread, as
         ↻ does in a chat); the other candidates keep theirs. Returns the run started, for :meth:`follow`.
 
-        The candidate answers again from the folder as it is: the proposal of its that waits for review is
-        discarded first (its files in :attr:`superseded`), not told to the model (the new branch never made it).
-        Its own pending edits would otherwise be the files the new answer reads and edits: an ``edit_file`` whose
-        search text the old proposal had replaced failed with "search text not found"."""
+        The candidate answers again from the folder as it is: the proposal of its that waits for review and that
+        the replaced answer made is discarded first (its files in :attr:`superseded`; see
+        :meth:`ThreadSession.regenerate <workspace.session.thread.ThreadSession.regenerate>`)."""
         if index not in self.active:
             raise ValueError(f"Candidate {index + 1} is no longer in the comparison")
         self._not_running("asking again")
         session = self.sessions[index]
-        changes = session.changes
-        self.superseded = [fc.display_path for fc in changes.pending_files] if changes is not None else []
-        if changes is not None and self.superseded:
-            result = changes.discard(reason="superseded: the candidate was asked again", tell=False)
-            if result.error:
-                raise RuntimeError(f"its proposal waiting for review could not be discarded ({result.error}); "
-                                   "decide it in the Changes dock first")
         started = [(self._result(index), session.regenerate(turn_id, candidate=index))]
+        self.superseded = session.superseded
         self._runs = [run for _, run in started]
         return started
 

@@ -426,10 +426,9 @@ class Comparisons(QObject):
             self.services.notices.banner(f"Could not ask {compare.labels[index]} again: {exc}")
             return
         if compare.superseded:
-            files = ", ".join(compare.superseded[:3]) + (f" and {len(compare.superseded) - 3} more"
-                                                         if len(compare.superseded) > 3 else "")
-            self.services.notices.toast(f"{compare.labels[index]}'s proposed changes to {files} were discarded: it "
-                                        "answers again from the folder as it is.")
+            from workspace.session.thread import superseded_note
+
+            self.services.notices.toast(superseded_note(compare.labels[index], compare.superseded))
         self.select(index)
         self.chats[index].show_thread(LazyTranscript(compare.workspace.store, compare.thread_ids[index]))
         stats.message_sent([index])

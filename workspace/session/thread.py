@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from workspace.robot import Robot
 
 
+def superseded_note(who: str, files: list[str]) -> str:
+    """What a person is told when ↻ or edit & resend discarded ``who``'s proposal to ``files``."""
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return f"{who}'s proposed changes to {shown} were discarded: it answers again from the folder as it is."
+
+
 class ThreadSession(ThreadHistory, ThreadChanges):
     """One conversation thread: send messages, fork, switch branches, read the transcript.
 
@@ -66,13 +72,38 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         with it (as for :meth:`send`; empty: nothing); None: the attachments of turn ``turn_id``'s message."""
         turn = self._own_turn(turn_id)
         options = self._attachments_of(turn_id) if attachments is None else {"attachments": list(attachments)}
+        self._not_running("send another message")
+        self._supersede_pending(turn.parent_turn_id)
         return self._start(text, turn.parent_turn_id, options)
 
     def regenerate(self, turn_id: str, **options: Any) -> RecordedRun:
         """Ask again: a new sibling of ``turn_id`` with the same message and attachments (``options``: more run
         options, as for :meth:`send`)."""
         turn = self._own_turn(turn_id)
+        self._not_running("send another message")
+        self._supersede_pending(turn.parent_turn_id)
         return self._start(turn.user_text, turn.parent_turn_id, {**self._attachments_of(turn_id), **options})
+
+    def _supersede_pending(self, parent_turn_id: str | None) -> None:
+        """Before a new branch from ``parent_turn_id`` (↻, edit & resend): a proposal waiting for review that a turn
+        off that branch made is discarded (its files in :attr:`superseded`; the model is not told: the new branch
+        never made it). The new answer starts from the folder as it is: reading through the replaced branch's
+        pending edits, an ``edit_file`` whose search text that proposal had replaced failed with "search text not
+        found". A proposal of a turn the new branch follows stays (the set's first proposing run decides)."""
+        self.superseded = []
+        changes = self.changes
+        if changes is None or not changes.pending_files:
+            return
+        origin = self.store.turn_of_run(self.thread_id, changes.run_id) if changes.run_id else None
+        if origin is not None and parent_turn_id is not None and origin in self.store.path_ids(self.thread_id,
+                                                                                                parent_turn_id):
+            return
+        files = [fc.display_path for fc in changes.pending_files]
+        result = changes.discard(reason="superseded: the message was asked again", tell=False)
+        if result.error:
+            raise RuntimeError(f"the proposal waiting for review could not be discarded ({result.error}); "
+                               "decide it in the Changes dock first")
+        self.superseded = files
 
     def attachments(self, turn_id: str) -> list[Attachment]:
         """The files, images and resources sent with turn ``turn_id``'s message, with their content."""

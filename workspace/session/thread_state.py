@@ -117,6 +117,8 @@ class ThreadState:
         self._save_lock = threading.Lock()
         #: Proposed file changes awaiting review (when the workspace has a folder open).
         self.changes: ChangeSet | None = None
+        #: The files of the proposal the last ↻ or edit & resend discarded (the new branch starts from the folder).
+        self.superseded: list[str] = []
         #: How a network thread gets a fresh network for each run (default: the workspace's
         #: ``load_network`` of the thread's network name). The command line sets it for a network
         #: given as a file, with its --model and --api-base.
