@@ -256,6 +256,9 @@ async def test_asking_again_answers_from_the_folder_not_from_the_replaced_answer
         await session.send("capitalise two").wait()
         first = session.thread.current_turn_id
         assert first is not None and session.changes is not None and session.superseded == []
+        with pytest.raises(ValueError, match="empty"):  # refused before anything is given up
+            session.edit_and_resend(first, "  ")
+        assert session.changes.pending_paths() == {"a.txt": "modified"}
         for fork in (lambda: session.regenerate(first), lambda: session.edit_and_resend(first, "capitalise it")):
             await fork().wait()
             assert session.superseded == ["a.txt"]

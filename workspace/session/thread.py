@@ -72,17 +72,14 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         with it (as for :meth:`send`; empty: nothing); None: the attachments of turn ``turn_id``'s message."""
         turn = self._own_turn(turn_id)
         options = self._attachments_of(turn_id) if attachments is None else {"attachments": list(attachments)}
-        self._not_running("send another message")
-        self._supersede_pending(turn.parent_turn_id)
-        return self._start(text, turn.parent_turn_id, options)
+        return self._start(text, turn.parent_turn_id, options, fork=True)
 
     def regenerate(self, turn_id: str, **options: Any) -> RecordedRun:
         """Ask again: a new sibling of ``turn_id`` with the same message and attachments (``options``: more run
         options, as for :meth:`send`)."""
         turn = self._own_turn(turn_id)
-        self._not_running("send another message")
-        self._supersede_pending(turn.parent_turn_id)
-        return self._start(turn.user_text, turn.parent_turn_id, {**self._attachments_of(turn_id), **options})
+        return self._start(turn.user_text, turn.parent_turn_id, {**self._attachments_of(turn_id), **options},
+                           fork=True)
 
     def _supersede_pending(self, parent_turn_id: str | None) -> None:
         """Before a new branch from ``parent_turn_id`` (↻, edit & resend): a proposal waiting for review that a turn
@@ -90,7 +87,6 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         never made it). The new answer starts from the folder as it is: reading through the replaced branch's
         pending edits, an ``edit_file`` whose search text that proposal had replaced failed with "search text not
         found". A proposal of a turn the new branch follows stays (the set's first proposing run decides)."""
-        self.superseded = []
         changes = self.changes
         if changes is None or not changes.pending_files:
             return
@@ -134,7 +130,8 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         self._thread = self.store.get_thread(self.thread_id)
         return leaf
 
-    def _start(self, text: str, parent_turn_id: str | None, extra: dict[str, Any] | None = None) -> RecordedRun:
+    def _start(self, text: str, parent_turn_id: str | None, extra: dict[str, Any] | None = None, *,
+               fork: bool = False) -> RecordedRun:
         self._not_running("send another message")
         if not text or not text.strip():
             raise ValueError("The message is empty; type something to send")
@@ -157,6 +154,9 @@ class ThreadSession(ThreadHistory, ThreadChanges):
                 if self.workspace.provider is not None:
                     peer_options["provider"] = self.workspace.provider
                 bus_peers(robot, folder=self.workspace.folder, **peer_options)
+        self.superseded = []
+        if fork:  # checked and loaded: only now is the replaced answer's proposal given up
+            self._supersede_pending(parent_turn_id)
         if self.changes is not None:
             # The review outcome of earlier proposals reaches the model in front of this message
             # (stored that way too, so a rebuilt conversation tells the model the same truth).
