@@ -371,6 +371,7 @@ class MainWindow(QMainWindow):
         docks = self.docks
         docks.when_built(self.memory.restore_docks)
         docks.when_built(self.memory.fit_when_shown)  # the inspector may not fit a narrow screen beside the chat
+        docks.when_built(lambda: docks.refit_tabs(widen=True))  # the tabs across, or down the side of a narrow window
         # "Attach to message" on an MCP resource: a chip in the message box, like a file's.
         docks.when_made("mcp", lambda pane: pane.attach_requested.connect(self.composer.add_resource_attachment))
         docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))
@@ -656,6 +657,7 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         if self.built:
             self.commands.refit_palette()
+            self.docks.refit_tabs(widen=True)  # (across the top while their names fit, else down the side)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         try:

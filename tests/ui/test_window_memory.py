@@ -71,6 +71,19 @@ def test_every_inspector_tab_shows_whole_at_1280x720(tmp_path: Path) -> None:
     assert out["splitter"][1] >= 500, (out["splitter"], tabs, out["size"])  # the conversation keeps its room
 
 
+def test_every_inspector_tab_shows_whole_at_1024x640(tmp_path: Path) -> None:
+    """At 1024 wide the six names need about 420 px across and the docks have about 310: the tabs scrolled behind
+    arrows, most of them out of sight. Now they go down the dock area's side, each name whole and readable along it,
+    no arrows; the panes keep their room beside the conversation."""
+    out = _probe(_screen(tmp_path, 1024, 640), "--fill", "--state", "review")
+    tabs = out["tab_bar"]
+    assert tabs is not None and len(tabs["names"]) == 6 and "Changes · 1" in tabs["names"], tabs
+    assert tabs["vertical"] and not tabs["arrows"], tabs
+    assert sum(tabs["lengths"]) <= tabs["length"], tabs
+    assert all(n > t for n, t in zip(tabs["lengths"], tabs["text_widths"], strict=True)), tabs
+    assert out["splitter"][1] >= 400, (out["splitter"], tabs, out["size"])  # the conversation keeps its room
+
+
 def test_geometry_docks_splitter_and_tabs_come_back_and_a_smaller_screen_is_fitted(tmp_path: Path) -> None:
     big = _screen(tmp_path, 1920, 1080)
     first = _probe(big, "--resize", "1500x850", "--splitter", "300", "--raise-dock", "memory", "--tool-tab", "2",

@@ -53,11 +53,16 @@ def _dock_tabs(window: Any) -> dict[str, Any] | None:
                 and b.count() == len(window.docks)), None)
     if bar is None:
         return None
+    vertical = bar.shape() in (QTabBar.Shape.RoundedEast, QTabBar.Shape.RoundedWest)
     return {"names": [bar.tabText(i) for i in range(bar.count())],
             "widths": [bar.tabRect(i).width() for i in range(bar.count())],
             "text_widths": [bar.fontMetrics().horizontalAdvance(bar.tabText(i)) for i in range(bar.count())],
             "width": bar.width(),
-            "arrows": any(b.isVisible() for b in bar.findChildren(QToolButton))}
+            "arrows": any(b.isVisible() for b in bar.findChildren(QToolButton)),
+            # Down the side: each tab's length along the bar (its name reads along it), and the bar's.
+            "vertical": vertical,
+            "lengths": [bar.tabRect(i).height() if vertical else bar.tabRect(i).width() for i in range(bar.count())],
+            "length": bar.height() if vertical else bar.width()}
 
 
 async def _reach(root: Any, state: str) -> None:
