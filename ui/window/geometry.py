@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 #: The window's size at first start on a big screen.
 PREFERRED = QSize(1400, 900)
+#: A window lower than this is compact (``MainWindow.fit_height``): the banner on one line, the message box without
+#: its hint, a comparison's headers in two rows (at 1024×640 a comparison's answers had under 100 px of height).
+COMPACT_HEIGHT = 800
 #: ``saveState`` version: bump when the docks change so an old layout is not applied to new docks.
 STATE_VERSION = 2
 
