@@ -142,6 +142,9 @@ async def _probe(args: argparse.Namespace) -> dict[str, Any]:
     if args.resize:
         width, height = (int(v) for v in args.resize.split("x"))
         window.resize(width, height)
+    if args.move:
+        x, y = (int(v) for v in args.move.split(","))
+        window.move(x, y)
     if args.splitter:
         window.splitter.setSizes([args.splitter, window.width() - args.splitter])
     if args.hide:
@@ -238,6 +241,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default=":memory:")
     parser.add_argument("--resize")
+    parser.add_argument("--move", help="X,Y: where the window's frame goes before it closes")
     parser.add_argument("--splitter", type=int)
     parser.add_argument("--hide")
     parser.add_argument("--raise-dock")
