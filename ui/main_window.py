@@ -372,7 +372,8 @@ class MainWindow(QMainWindow):
         docks = self.docks
         docks.when_built(self.memory.restore_docks)
         docks.when_built(self.memory.fit_when_shown)  # the inspector may not fit a narrow screen beside the chat
-        docks.when_built(lambda: docks.refit_tabs(widen=True))  # the tabs across, or down the side of a narrow window
+        # The tabs across, or down the side of a narrow window (once the restored layout is laid out).
+        docks.when_built(lambda: QTimer.singleShot(0, self, lambda: docks.refit_tabs(widen=True)))
         # "Attach to message" on an MCP resource: a chip in the message box, like a file's.
         docks.when_made("mcp", lambda pane: pane.attach_requested.connect(self.composer.add_resource_attachment))
         docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))

@@ -114,6 +114,8 @@ def test_a_window_closed_on_a_small_screen_opens_at_its_usual_size_on_a_big_one(
     assert again["size"] == [first_size(QRect(0, 0, 1920, 1080)).width(), first_size(QRect(0, 0, 1920, 1080)).height()]
     x, y, w, h = again["frame"]
     assert abs((x + w / 2) - 960) <= 20 and abs((y + h / 2) - 540) <= 20, again["frame"]  # centred
+    # The docks were as narrow as 1024 wide made them: widened for the inspector's tabs across, none behind arrows.
+    assert not again["tab_bar"]["vertical"] and not again["tab_bar"]["arrows"], again["tab_bar"]
     same = _probe(big, "--resize", "1100x700", "--move", "3000,2000")  # (the same screen: its size is kept)
     assert same["size"] == again["size"] and same["raised"] == "memory"
     back = _probe(big)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QDockWidget, QStyle, QTabBar, QTabWidget, QWidget
+from PySide6.QtWidgets import QDockWidget, QTabBar, QTabWidget, QWidget
 
 from ui import theme
 from ui.services import DockContext, PaneFactory
@@ -262,8 +262,8 @@ class Docks(Mapping[str, QDockWidget]):
         are widened for the names across first when that keeps them within :data:`DOCK_MAX_SHARE` of the window (as
         :meth:`fit_tabs`); a dock area resized by hand is not widened back."""
         w, bar = self.window, self._tab_bar()
-        dock, central = self._docks.get("tools"), w.centralWidget()
-        if bar is None or dock is None or central is None:
+        dock = self._docks.get("tools")
+        if bar is None or dock is None or dock.isFloating():
             return
         metrics = bar.fontMetrics()
         names = sum(metrics.horizontalAdvance(bar.tabText(i)) for i in range(bar.count()))
@@ -272,9 +272,7 @@ class Docks(Mapping[str, QDockWidget]):
             self._tab_room = (needed - names) / bar.count()  # (a tab's room beside its name, as the style has it)
         else:
             needed = math.ceil(names + bar.count() * self._tab_room)
-        # The area's width: the window's right of the conversation, but the separator (the docks' and the side tabs').
-        separator = w.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent, None, w)
-        room = w.width() - central.geometry().right() - 1 - separator
+        room = w.width() - dock.geometry().left()  # the area's width: the docks' and the side tabs' (right of them)
         if widen and room < needed <= int(w.width() * DOCK_MAX_SHARE):
             w.resizeDocks([dock], [needed + metrics.horizontalAdvance(" · 9")], Qt.Orientation.Horizontal)
             room = needed
