@@ -227,6 +227,7 @@ class MainWindow(QMainWindow):
         self.commands.update()
         self.robots.update_picker()
         self.built = True
+        self.fit_height()  # (resized before it was built: a low window is compact from the start)
         if not self.isVisible():  # built before it was shown: nothing was typed at it
             self.early_keys.keys = None
 
@@ -371,6 +372,8 @@ class MainWindow(QMainWindow):
         docks = self.docks
         docks.when_built(self.memory.restore_docks)
         docks.when_built(self.memory.fit_when_shown)  # the inspector may not fit a narrow screen beside the chat
+        # The tabs across, or down the side of a narrow window (once the restored layout is laid out).
+        docks.when_built(lambda: QTimer.singleShot(0, self, lambda: docks.refit_tabs(widen=True)))
         # "Attach to message" on an MCP resource: a chip in the message box, like a file's.
         docks.when_made("mcp", lambda pane: pane.attach_requested.connect(self.composer.add_resource_attachment))
         docks.when_made("mcp", lambda pane: self.slash.set_manager(pane.manager))
@@ -656,6 +659,19 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         if self.built:
             self.commands.refit_palette()
+            self.docks.refit_tabs(widen=True)  # (across the top while their names fit, else down the side)
+            self.fit_height()
+
+    def fit_height(self) -> None:
+        """A window lower than :data:`~ui.window.geometry.COMPACT_HEIGHT`: the banner on one line, the message box
+        without its hint, a comparison's headers in two rows, so the conversation (a comparison's columns) keeps the
+        height; taller, each as usual."""
+        from ui.window.geometry import COMPACT_HEIGHT
+
+        compact = self.height() < COMPACT_HEIGHT
+        self.banner.set_compact(compact)
+        self.composer.set_compact(compact)
+        self.comparisons.set_compact(compact)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         try:

@@ -273,9 +273,14 @@ def streamed_rows(code: CodeStream) -> list[str]:
 def reopened_rows(code: CodeStream, parent: Any) -> list[str]:
     """The rows of the code block's lines as a reopened thread shows them (its Markdown rendered whole), its code as
     wide as the streamed block's."""
+    return whole_rows(code.markdown, code.pieces[0].viewport().width(), parent)
+
+
+def whole_rows(source: str, width: int, parent: Any) -> list[str]:
+    """The rows of the lines of the code block ``source`` rendered whole, its code ``width`` wide."""
     whole = AutoHeightText(parent=parent)
     whole.resize(parent.width(), 100)
-    whole.set_markdown(code.markdown)
+    whole.set_markdown(source)
     whole.show()
     QApplication.processEvents()
 
@@ -286,7 +291,7 @@ def reopened_rows(code: CodeStream, parent: Any) -> list[str]:
         return [b for b in all_blocks(whole.document()) if first.blockNumber() <= b.blockNumber() <= last.blockNumber()]
 
     rows(code_blocks())
-    narrower = code_blocks()[0].layout().lineAt(0).width() - code.pieces[0].viewport().width()
+    narrower = code_blocks()[0].layout().lineAt(0).width() - width
     if narrower:
         whole.resize(int(whole.width() - narrower), 100)
         QApplication.processEvents()
@@ -454,3 +459,46 @@ def test_a_carriage_return_coming_in_a_streaming_block_shows_the_code_once(qtbot
     shown = parts(view)
     assert not [w for w in shown if isinstance(w, CodeStream)]
     assert sum(w.toPlainText().count("pad = 1") for w in shown if isinstance(w, AutoHeightText)) == 300
+
+
+def test_a_minified_line_that_comes_in_a_burst_shows_no_line_break_while_it_streams(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst (a flush of several thousand characters, faster than the block is shown) is caught up a share a turn,
+    each share cut in paragraphs about LONG_LINE_CHARS long; the live paragraph, laid out in the last turn, showed the
+    rows of the first cut only, and each later cut of the turn ended where it was made: a line break the text does not
+    have ('"name": "it' / 'em 57"'), until the block closed. Now each paragraph ends where a row starts, found by
+    laying out the paragraph alone with a row's worth of what follows it; the block made in the turn the burst came
+    (no width yet) waits for its first paint. After every share shown, the rows are those of the line shown whole,
+    but for the last (still being written)."""
+    text = "Here:\n\n```json\n[" + ",".join(
+        f'{{"id": {i}, "name": "item {i}", "tags": ["a", "b"], "ok": {str(i % 2 == 0).lower()}, "score": {i * 1.5}}}'
+        for i in range(400)) + "]\n```\n\nDone.\n"
+    shares: list[tuple[list[str], str, int]] = []  # the rows shown after each share, the block so far, its width
+    real_grow = CodeStream.grow
+
+    def grow(code: CodeStream, *args: Any, **kwargs: Any) -> bool:
+        more = real_grow(code, *args, **kwargs)
+        if code.isVisible():
+            shares.append((streamed_rows(code), code.markdown, code.pieces[0].viewport().width()))
+        return more
+
+    monkeypatch.setattr(CodeStream, "grow", grow)
+    view = MarkdownStream()
+    qtbot.addWidget(view)
+    view.resize(700, 400)
+    view.show()
+    QApplication.processEvents()
+    half = text.index('"id": 300,')
+    view.append(text[:half // 2])  # two bursts, the second while the first is caught up
+    QApplication.processEvents()
+    view.append(text[half // 2:half])
+    qtbot.waitUntil(lambda: not view.pending, timeout=60_000)  # bounds a hang
+    assert len(shares) >= 4  # the catch-up took turns
+    for turn, (shown, source, width) in enumerate(shares):
+        whole = whole_rows(source, width, view)
+        assert shown[:-1] == whole[:len(shown) - 1], f"share {turn}: a line break the text does not have"
+    code = next(w for w in parts(view) if isinstance(w, CodeStream))
+    paragraphs = [b for piece in code.pieces for b in all_blocks(piece.document())]
+    assert len(paragraphs) > 10  # cut: no flush laid the whole line out
+    assert max(len(b.text()) for b in paragraphs) < 2 * code_lines.LONG_LINE_CHARS + MAX_RENDER_CHARS
+    assert code._cut_width == code.recent.viewport().width()  # every cut at a row: the closing check keeps them

@@ -71,6 +71,19 @@ def test_every_inspector_tab_shows_whole_at_1280x720(tmp_path: Path) -> None:
     assert out["splitter"][1] >= 500, (out["splitter"], tabs, out["size"])  # the conversation keeps its room
 
 
+def test_every_inspector_tab_shows_whole_at_1024x640(tmp_path: Path) -> None:
+    """At 1024 wide the six names need about 420 px across and the docks have about 310: the tabs scrolled behind
+    arrows, most of them out of sight. Now they go down the dock area's side, each name whole and readable along it,
+    no arrows; the panes keep their room beside the conversation."""
+    out = _probe(_screen(tmp_path, 1024, 640), "--fill", "--state", "review")
+    tabs = out["tab_bar"]
+    assert tabs is not None and len(tabs["names"]) == 6 and "Changes · 1" in tabs["names"], tabs
+    assert tabs["vertical"] and not tabs["arrows"], tabs
+    assert sum(tabs["lengths"]) <= tabs["length"], tabs
+    assert all(n > t for n, t in zip(tabs["lengths"], tabs["text_widths"], strict=True)), tabs
+    assert out["splitter"][1] >= 400, (out["splitter"], tabs, out["size"])  # the conversation keeps its room
+
+
 def test_geometry_docks_splitter_and_tabs_come_back_and_a_smaller_screen_is_fitted(tmp_path: Path) -> None:
     big = _screen(tmp_path, 1920, 1080)
     first = _probe(big, "--resize", "1500x850", "--splitter", "300", "--raise-dock", "memory", "--tool-tab", "2",
@@ -87,6 +100,27 @@ def test_geometry_docks_splitter_and_tabs_come_back_and_a_smaller_screen_is_fitt
     assert small["restored"]
     assert _inside(small["frame"], small["screen"])
     assert _inside(small["composer"], small["screen"])
+
+
+def test_a_window_closed_on_a_small_screen_opens_at_its_usual_size_on_a_big_one(tmp_path: Path) -> None:
+    """A profile last closed at 1024×640 (the window as big as that screen) opened at 1024×640 on a 1920×1080 screen:
+    its size is kept only on a screen of the size it was closed on; on another, the window opens as at first start
+    there (centred, its usual size), with its docks' layout. A window closed off the screen opens inside it."""
+    small, big = _screen(tmp_path, 1024, 640), _screen(tmp_path, 1920, 1080)
+    first = _probe(small, "--fill")
+    assert first["size"][0] >= 1000 and not first["restored"]
+    again = _probe(big, "--raise-dock", "memory")
+    assert again["restored"]
+    assert again["size"] == [first_size(QRect(0, 0, 1920, 1080)).width(), first_size(QRect(0, 0, 1920, 1080)).height()]
+    x, y, w, h = again["frame"]
+    assert abs((x + w / 2) - 960) <= 20 and abs((y + h / 2) - 540) <= 20, again["frame"]  # centred
+    # The docks were as narrow as 1024 wide made them: widened for the inspector's tabs across, none behind arrows.
+    assert not again["tab_bar"]["vertical"] and not again["tab_bar"]["arrows"], again["tab_bar"]
+    same = _probe(big, "--resize", "1100x700", "--move", "3000,2000")  # (the same screen: its size is kept)
+    assert same["size"] == again["size"] and same["raised"] == "memory"
+    back = _probe(big)
+    assert back["size"] == [1100, 700]
+    assert _inside(back["frame"], back["screen"]), back["frame"]  # closed off the screen, opened on it
 
 
 async def test_a_dock_shortcut_shows_and_focuses_its_dock_and_never_hides_it(desktop: Any) -> None:

@@ -53,11 +53,16 @@ def _dock_tabs(window: Any) -> dict[str, Any] | None:
                 and b.count() == len(window.docks)), None)
     if bar is None:
         return None
+    vertical = bar.shape() in (QTabBar.Shape.RoundedEast, QTabBar.Shape.RoundedWest)
     return {"names": [bar.tabText(i) for i in range(bar.count())],
             "widths": [bar.tabRect(i).width() for i in range(bar.count())],
             "text_widths": [bar.fontMetrics().horizontalAdvance(bar.tabText(i)) for i in range(bar.count())],
             "width": bar.width(),
-            "arrows": any(b.isVisible() for b in bar.findChildren(QToolButton))}
+            "arrows": any(b.isVisible() for b in bar.findChildren(QToolButton)),
+            # Down the side: each tab's length along the bar (its name reads along it), and the bar's.
+            "vertical": vertical,
+            "lengths": [bar.tabRect(i).height() if vertical else bar.tabRect(i).width() for i in range(bar.count())],
+            "length": bar.height() if vertical else bar.width()}
 
 
 async def _reach(root: Any, state: str) -> None:
@@ -137,6 +142,9 @@ async def _probe(args: argparse.Namespace) -> dict[str, Any]:
     if args.resize:
         width, height = (int(v) for v in args.resize.split("x"))
         window.resize(width, height)
+    if args.move:
+        x, y = (int(v) for v in args.move.split(","))
+        window.move(x, y)
     if args.splitter:
         window.splitter.setSizes([args.splitter, window.width() - args.splitter])
     if args.hide:
@@ -233,6 +241,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default=":memory:")
     parser.add_argument("--resize")
+    parser.add_argument("--move", help="X,Y: where the window's frame goes before it closes")
     parser.add_argument("--splitter", type=int)
     parser.add_argument("--hide")
     parser.add_argument("--raise-dock")

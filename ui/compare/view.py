@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 #: and the scroll bar. Below it the columns scroll sideways. A fixed width, not the content's own minimum: that
 #: grows with the room it is given (a message's bubble keeps what it had), and the columns would widen each other.
 COLUMN_MIN_WIDTH = 248
+#: The header's button, and its text beside the name in a low window (its tooltip says what it does).
+KEEP = "Keep this one"
+KEEP_SHORT = "Keep"
 #: The fewest characters a candidate's name keeps before its "…" (the verdict row's choices).
 NAME_MIN_CHARS = 6
 
@@ -75,13 +78,20 @@ class ColumnHeader(QFrame):
         self.state = ElidedLabel("waiting", tooltip=True)
         self.state.setObjectName("CompareState")
         self.state.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.keep = QPushButton("Keep this one")
+        self.keep = QPushButton(KEEP)
         self.keep.setToolTip("End the comparison with this candidate: the thread goes on with it")
         self.keep.clicked.connect(lambda: self.keep_requested.emit(self.index))
-        layout.addWidget(self.name)  # the name on a row of its own: a narrow column still shows it whole
+        #: The name's row (the name alone: a narrow column still shows it whole), then the state's row with "Keep this
+        #: one"; compact (:meth:`set_compact`), the name beside the button and the state before the figures.
+        self._name_row = QHBoxLayout()
+        self._name_row.addWidget(self.name, 1)
+        self._top = top
+        layout.addLayout(self._name_row)
         top.addWidget(self.state, 1)
         top.addWidget(self.keep)
         layout.addLayout(top)
+        self.compact = False
+        self._stats: ColumnStats | None = None
         #: The figures, wrapped, in a box of their own that the header's layout sizes: the label inside is given
         #: a fixed size (the box's width, the height its text needs), so new figures that need no other height
         #: repaint the label and lay nothing out (a label that may change size asks its layout, and through it
@@ -105,14 +115,35 @@ class ColumnHeader(QFrame):
         self.setStyleSheet(f"#CompareColumnHeader {{ border-top: 3px solid {self._color};{tint} }}")
         self.setAccessibleDescription("Shown in the inspector" if selected else "")
 
+    def set_compact(self, compact: bool) -> None:
+        """A low window: two rows, not three (the name beside "Keep this one", the state before the figures, which
+        wrap): about 20 px more for the answer, which at 1024×640 had under 100."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        if compact:
+            self._top.removeWidget(self.keep)
+            self._name_row.addWidget(self.keep)
+        else:
+            self._name_row.removeWidget(self.keep)
+            self._top.addWidget(self.keep)
+        if self.keep.isEnabled():  # ("Kept" / "Left" once the comparison ended: short already)
+            self.keep.setText(KEEP_SHORT if compact else KEEP)
+        self.state.setVisible(not compact)
+        if self._stats is not None:
+            self.show_stats(self._stats)
+
     def show_stats(self, stats: ColumnStats) -> None:
         """The figures now (a label whose text is the same is not set again; new figures the same height lay
         nothing out)."""
+        self._stats = stats
         model = f" · {stats.model}" if stats.model and stats.model != stats.label else ""
         state = stats.status + model
         if self.state.text() != state:
             self.state.setText(state)
         figures = stats.line()
+        if self.compact:
+            figures = f"{state} · {figures}" if figures else state
         if self.figures.text() != figures:
             self.figures.setText(figures)
             self._fit_figures()
@@ -153,7 +184,7 @@ class CompareView(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
-        bar = QHBoxLayout()
+        bar = self._bar = QHBoxLayout()
         bar.setContentsMargins(8, 4, 8, 4)
         self.title = QLabel(f"Comparing {len(labels)} candidates")
         self.unlink = QCheckBox("Unlink scrolling")
@@ -203,6 +234,13 @@ class CompareView(QWidget):
         app = QApplication.instance()
         if isinstance(app, QApplication):
             app.focusChanged.connect(self._focus_changed)
+
+    def set_compact(self, compact: bool) -> None:
+        """A low window: each header in two rows (:meth:`ColumnHeader.set_compact`), the bar above the columns
+        tighter."""
+        self._bar.setContentsMargins(8, 0 if compact else 4, 8, 0 if compact else 4)
+        for header in self.headers:
+            header.set_compact(compact)
 
     # -- the selected column ----------------------------------------------------------------------------------
     def select(self, index: int) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QWidget
 
 from ui import theme
+from ui.widgets.common import ElidedLabel
 
 
 class Banner(QFrame):
@@ -27,6 +29,22 @@ class Banner(QFrame):
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.label, 1)
+        #: The text on one line ending in "…" (whole in its tooltip), in place of :attr:`label` while compact.
+        self.line = ElidedLabel("", self, tooltip=True)
+        self.line.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.line.setVisible(False)
+        layout.addWidget(self.line, 1, Qt.AlignmentFlag.AlignVCenter)
+        #: "More" / "Less": the whole text, or one line again, while compact.
+        self.more = QPushButton("More", self)
+        self.more.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.more.setToolTip("Show the whole message")
+        self.more.clicked.connect(self._toggle_more)
+        self.more.setVisible(False)
+        layout.addWidget(self.more, 0, Qt.AlignmentFlag.AlignTop)
+        #: One line at most unless "More" was pressed (a window too low for a message of several lines above the
+        #: conversation: :meth:`set_compact`).
+        self.compact = False
+        self._expanded = False
         self.action_button = QPushButton("", self)
         self.action_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.action_button.clicked.connect(self._run_action)
@@ -55,8 +73,38 @@ class Banner(QFrame):
         self.style().polish(self)
         color = c.error if kind == "error" else c.accent
         self.icon.setPixmap(theme.icon("warning" if kind == "error" else "chat", color, 18).pixmap(18, 18))
+        if text != self.label.text():
+            self._expanded = False
         self.label.setText(text)
+        self.line.setText(text)
+        self._fit_lines()
         self.setVisible(True)
+
+    def set_compact(self, compact: bool) -> None:
+        """Show the message on one line ending in "…" (whole in its tooltip, and under "More"): a low window keeps
+        its height for the conversation (at 1024×640 a message of four lines took a sixth of it)."""
+        if compact != self.compact:
+            self.compact = compact
+            self._expanded = False
+            self._fit_lines()
+
+    def _toggle_more(self) -> None:
+        self._expanded = not self._expanded
+        self._fit_lines()
+
+    def _fit_lines(self) -> None:
+        """The whole text, or one line and "More" (compact); "More" only when the line does not show it all."""
+        one_line = self.compact and not self._expanded
+        self.label.setVisible(not one_line)
+        self.line.setVisible(one_line)
+        self.more.setText("Less" if self._expanded else "More")
+        self.more.setToolTip("Show the message on one line" if self._expanded else "Show the whole message")
+        self.more.setVisible(self.compact and (self._expanded or self.line.elided))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.compact:
+            QTimer.singleShot(0, self, self._fit_lines)  # (the line elided at its new width first)
 
     def _run_action(self) -> None:
         if self._action is not None:

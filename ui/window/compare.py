@@ -104,6 +104,8 @@ class Comparisons(QObject):
         self.stats: ComparisonStats | None = None
         self.chats: list[ChatView] = []
         self.bridges: list[RunBridge] = []
+        #: The window is low: the columns' chrome is compact (:meth:`set_compact`).
+        self.compact = False
         #: Each candidate's events so far (text deltas of a stream joined), for the inspector.
         self.events: list[list[ev.Event]] = []
         #: The candidate whose events the inspector shows (its column selected; -1: none).
@@ -378,6 +380,7 @@ class Comparisons(QObject):
             self.bridges.append(bridge)
         self.stats = ComparisonStats(labels)
         view = self.view = CompareView(labels, self.chats, area)
+        view.set_compact(self.compact)
         view.keep_requested.connect(self.keep)
         view.verdict_given.connect(self.give_verdict)
         view.close_requested.connect(self.close)
@@ -387,6 +390,12 @@ class Comparisons(QObject):
             layout.replaceWidget(self.chat, view)
         self.chat.hide()
         view.show()
+
+    def set_compact(self, compact: bool) -> None:
+        """A low window: the columns' headers and bar compact (:meth:`~ui.compare.view.CompareView.set_compact`)."""
+        self.compact = compact
+        if self.view is not None:
+            self.view.set_compact(compact)
 
     # -- sending ----------------------------------------------------------------------------------------------
     def send(self, text: str) -> None:

@@ -19,13 +19,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
+from PySide6.QtWidgets import QDockWidget, QTabBar, QTabWidget, QWidget
 
 from ui import theme
 from ui.services import DockContext, PaneFactory
@@ -54,6 +55,8 @@ DOCK_MIN_WIDTH = 260
 DOCK_WIDTH = 410
 #: The most of the window's width :meth:`Docks.fit_tabs` gives the docks so that their tabs show whole.
 DOCK_MAX_SHARE = 0.39
+#: A tab's room beside its name until the tabs across tell it: the style sheet's padding (6 px a side).
+TAB_ROOM = 12
 #: A stored thread with more events than this fills the inspector from a worker thread.
 INSPECTOR_SYNC_EVENTS = 200
 
@@ -135,6 +138,8 @@ class Docks(Mapping[str, QDockWidget]):
         #: The lazy docks whose pane is not made yet (a placeholder in their dock), by key.
         self._waiting: dict[str, DockSpec] = {}
         self._context: DockContext | None = None
+        #: A tab's room beside its name (:meth:`refit_tabs`).
+        self._tab_room: float = TAB_ROOM
 
     # -- the panes by their types (None until made; a lazy pane waiting in its dock is made when asked for) --
     def pane(self, key: str) -> QWidget | None:
@@ -223,6 +228,10 @@ class Docks(Mapping[str, QDockWidget]):
         # Docks tabbed anew (a restored layout, a dock dragged onto another) get a new tab bar.
         dock.dockLocationChanged.connect(self.keep_tab_names)
         dock.topLevelChanged.connect(self.keep_tab_names)
+        # The dock area resized (its separator dragged), a name changed ("Changes · 9"): the tabs across or down its side.
+        if key == "tools":
+            dock.installEventFilter(_OnResize(dock, self.refit_tabs))
+        dock.windowTitleChanged.connect(lambda _title: self.refit_tabs())
         self._docks[key] = dock
         self._add_actions(spec, dock)
         return dock
@@ -239,6 +248,37 @@ class Docks(Mapping[str, QDockWidget]):
         width = min(max(DOCK_WIDTH, needed), int(w.width() * DOCK_MAX_SHARE))
         if width > self._docks["tools"].width():
             w.resizeDocks([self._docks["tools"]], [width], Qt.Orientation.Horizontal)
+
+    def _tab_bar(self) -> QTabBar | None:
+        """The tab bar of the docks tabbed together (None: not tabbed, or not yet)."""
+        w = self.window
+        return next((b for b in w.findChildren(QTabBar) if b.parentWidget() is w and b.count() == len(self._docks)
+                     and b.count() > 1), None)
+
+    def refit_tabs(self, *, widen: bool = False) -> None:
+        """The tabs across the top of the dock area while their whole names fit its width; else down its right-hand
+        side, each name whole, read top to bottom: the tabs never scroll behind arrows and no pane is out of reach (at
+        1024 wide six names need about 420 px, the docks have about 310). ``widen`` (the window resized): the docks
+        are widened for the names across first when that keeps them within :data:`DOCK_MAX_SHARE` of the window (as
+        :meth:`fit_tabs`); a dock area resized by hand is not widened back."""
+        w, bar = self.window, self._tab_bar()
+        dock = self._docks.get("tools")
+        if bar is None or dock is None or dock.isFloating():
+            return
+        metrics = bar.fontMetrics()
+        names = sum(metrics.horizontalAdvance(bar.tabText(i)) for i in range(bar.count()))
+        if w.tabPosition(RIGHT) == QTabWidget.TabPosition.North:  # the tabs' own width across
+            needed = bar.sizeHint().width()
+            self._tab_room = (needed - names) / bar.count()  # (a tab's room beside its name, as the style has it)
+        else:
+            needed = math.ceil(names + bar.count() * self._tab_room)
+        room = w.width() - dock.geometry().left()  # the area's width: the docks' and the side tabs' (right of them)
+        if widen and room < needed <= int(w.width() * DOCK_MAX_SHARE):
+            w.resizeDocks([dock], [needed + metrics.horizontalAdvance(" · 9")], Qt.Orientation.Horizontal)
+            room = needed
+        position = QTabWidget.TabPosition.North if needed <= room else QTabWidget.TabPosition.East
+        if w.tabPosition(RIGHT) != position:
+            w.setTabPosition(RIGHT, position)
 
     def keep_tab_names(self, *_args: object) -> None:
         """In a narrow dock area the tabs keep their names and scroll ("T…" for Trace says nothing)."""
@@ -454,11 +494,14 @@ class Docks(Mapping[str, QDockWidget]):
         """Whether ``dock`` shows: open, and its tab is the current one when it is tabbed with others."""
         if not dock.isVisible():
             return False
+        from shiboken6 import getCppPointer
+
+        address = getCppPointer(dock)[0]  # (a dock's tab holds its address: QMainWindow's own key for it)
         for bar in self.window.findChildren(QTabBar):
             if not bar.isVisible() or bar.parentWidget() is not self.window:
                 continue
             for i in range(bar.count()):
-                if bar.tabText(i) == dock.windowTitle():
+                if bar.tabData(i) == address:
                     return bar.currentIndex() == i
         return True
 
@@ -638,6 +681,19 @@ class Docks(Mapping[str, QDockWidget]):
             self.memory_model.add_events(then)
         if self.network_model.has_graph:
             self.network_model.set_events(self._thread_events)
+
+
+class _OnResize(QObject):
+    """Calls ``then()`` when the widget it filters is resized."""
+
+    def __init__(self, parent: QObject, then: Callable[[], object]) -> None:
+        super().__init__(parent)
+        self._then = then
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self._then()
+        return False
 
 
 def focus_target(widget: QWidget | None) -> QWidget | None:

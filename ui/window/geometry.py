@@ -3,8 +3,9 @@
 The first window is sized to the screen it opens on (its available area: without panels and docks),
 never larger, so the message box is on screen at 1280×720 too. When the window closes, its geometry,
 the docks' layout, the sidebar's width and the inspector's tabs are kept (``QSettings`` in an INI
-file of the configuration folder, ``window.ini``); the next window restores them, and fits itself to
-the screen again when the screen got smaller (another monitor, a lower resolution).
+file of the configuration folder, ``window.ini``, with the size of the screen it was on); the next window restores
+them on a screen of that size, opens at its first-start size on a screen of another size (another monitor, another
+resolution), and always fits itself to the screen (a window restored off it or larger than it is brought back).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 
 #: The window's size at first start on a big screen.
 PREFERRED = QSize(1400, 900)
+#: A window lower than this is compact (``MainWindow.fit_height``): the banner on one line, the message box without
+#: its hint, a comparison's headers in two rows (at 1024×640 a comparison's answers had under 100 px of height).
+COMPACT_HEIGHT = 800
 #: ``saveState`` version: bump when the docks change so an old layout is not applied to new docks.
 STATE_VERSION = 2
 
@@ -55,6 +59,19 @@ def _rect(value: object) -> QRect | None:
     return QRect(x, y, width, height) if width > 0 and height > 0 else None
 
 
+def _screen_width(blob: QByteArray) -> int | None:
+    """The width of the screen a geometry saved by ``QWidget.saveGeometry`` was saved on (format 2 and later: after
+    the magic number, the version, the frame and normal geometries, the screen's number and two states); None when the
+    bytes are not such a geometry."""
+    import struct
+
+    data = bytes(blob.data())
+    if len(data) < 50 or struct.unpack(">I", data[:4])[0] != 0x1D9D0CB or struct.unpack(">H", data[4:6])[0] < 2:
+        return None
+    width = int(struct.unpack(">i", data[46:50])[0])
+    return width if width > 0 else None
+
+
 class WindowMemory:
     """Sizes the window at start and remembers its geometry and layout across restarts."""
 
@@ -75,26 +92,54 @@ class WindowMemory:
 
     # -- at start -------------------------------------------------------------------------------------
     def size_window(self) -> None:
-        """Restore the last geometry, or size the window for its screen; either way it fits the screen."""
+        """Restore the last geometry on a screen of the size it was closed on, or size the window for its screen as
+        at first start (on a screen of another size: a window closed at 1024×640 on a small screen opens at its
+        usual size on a 1920×1080 one, maximized if it was); either way it fits the screen."""
         w = self.window
         store = settings()
         saved = store.value("window/geometry")
         rect = _rect(store.value("window/rect"))
-        if isinstance(saved, QByteArray | bytes) and w.restoreGeometry(QByteArray(saved)):
+        blob = QByteArray(saved) if isinstance(saved, QByteArray | bytes) else None
+        if blob is not None and w.restoreGeometry(blob):
             self.restored = True
+            if not w.isMaximized() and not w.isFullScreen() and self._other_screen(store, blob, rect):
+                self._first_size()
         elif rect is not None:
             # Qt refuses a geometry that no longer fits a screen: the same size, made to fit this one.
-            area = available(w.screen())
-            rect = fit(rect, area)
-            w.resize(rect.size())
-            w.move(rect.topLeft())
             self.restored = True
+            if self._other_screen(store, None, rect):
+                self._first_size()
+            else:
+                rect = fit(rect, available(w.screen()))
+                w.resize(rect.size())
+                w.move(rect.topLeft())
         else:
-            area = available(w.screen())
-            size = first_size(area)
-            w.resize(size)
-            w.move(area.x() + (area.width() - size.width()) // 2, area.y() + (area.height() - size.height()) // 2)
+            self._first_size()
         self.fit_to_screen()
+
+    def _first_size(self) -> None:
+        """The size and place of a first start on the window's screen: centred, :func:`first_size`."""
+        w = self.window
+        area = available(w.screen())
+        size = first_size(area)
+        w.resize(size)
+        w.move(area.x() + (area.width() - size.width()) // 2, area.y() + (area.height() - size.height()) // 2)
+
+    def _other_screen(self, store: QSettings, blob: QByteArray | None, rect: QRect | None) -> bool:
+        """The window was closed on a screen of another size than the one it opens on now: the screen's available
+        area kept at close (``window/screen``), else, from a layout kept before it was, the screen's width Qt's
+        geometry holds. The screen it opens on: the one under its last place, else the window's."""
+        from PySide6.QtGui import QGuiApplication
+
+        w = self.window
+        screen = QGuiApplication.screenAt(rect.center()) if rect is not None else None
+        area = available(screen or w.screen())
+        was = _rect(store.value("window/screen"))
+        if was is not None:
+            return was.size() != area.size()
+        width = _screen_width(blob) if blob is not None else None
+        geometry = (screen or w.screen() or QGuiApplication.primaryScreen())
+        return width is not None and geometry is not None and width != geometry.geometry().width()
 
     def fit_when_shown(self) -> None:
         """Once shown (its frame's size known), fit the window with its frame to the screen: only when
@@ -169,6 +214,8 @@ class WindowMemory:
         store.setValue("window/geometry", w.saveGeometry())
         normal = w.normalGeometry()
         store.setValue("window/rect", [normal.x(), normal.y(), normal.width(), normal.height()])
+        area = available(w.screen())
+        store.setValue("window/screen", [area.x(), area.y(), area.width(), area.height()])
         store.setValue("session/folder", str(folder) if folder is not None else "")
         docks, splitter = self.docks, self.splitter
         if docks is None or splitter is None:  # not built yet

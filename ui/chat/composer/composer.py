@@ -26,6 +26,9 @@ from ui.widgets.common import ElidedLabel
 from ui.widgets.staged import StagedBuild
 
 MIN_LINES = 1
+#: The room around the box (left, top, right, bottom), and in a low window (:meth:`Composer.set_compact`).
+MARGINS = (24, 8, 24, 12)
+COMPACT_MARGINS = (24, 4, 24, 4)
 MAX_LINES = 10
 #: The text that opens the ``/`` completion: a slash at the start and one word.
 SLASH = re.compile(r"^/(\S*)$")
@@ -96,8 +99,10 @@ class Composer(ComposerAttachments, QWidget, StagedBuild):
         self._start_build(staged=staged)
 
     def _construct(self) -> Iterator[None]:
-        outer = QHBoxLayout(self)
-        outer.setContentsMargins(24, 8, 24, 12)
+        #: Compact (:meth:`set_compact`): no hint under the box, less room around it.
+        self.compact = False
+        outer = self._outer = QHBoxLayout(self)
+        outer.setContentsMargins(*MARGINS)
         outer.addStretch(1)
         # The column is its holder's from the start: its widgets are made in it, never moved into it (a widget moved
         # has the style sheet worked out anew, and the box is polished in the step after its own).
@@ -166,7 +171,19 @@ class Composer(ComposerAttachments, QWidget, StagedBuild):
         self.hint.setObjectName("ComposerHint")
         self.hint.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         column.addWidget(self.hint)
+        self.hint.setVisible(not self.compact)
         self._fit()
+
+    def set_compact(self, compact: bool) -> None:
+        """A low window: the hint under the box goes (its keys are in the menus and Ctrl+K's list) and the room
+        around the box shrinks, so the conversation keeps the height (about 30 px at 1024×640)."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        self._outer.setContentsMargins(*(COMPACT_MARGINS if compact else MARGINS))
+        hint: ElidedLabel | None = getattr(self, "hint", None)  # (made by the second start-up step)
+        if hint is not None:
+            hint.setVisible(not compact)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if obj is self.frame and event.type() == QEvent.Type.MouseButtonPress:

@@ -211,23 +211,12 @@ def wrap_starts(line: Line, width: float, font: QFont) -> Iterator[list[int] | N
     event loop), then the starts. Wrapping decides a row from where it starts and what fits in it, so a window's rows
     are the whole line's but its last two (which the window's end may have cut short): the next window starts at the
     last of them."""
-    doc = QTextDocument()
-    doc.setUndoRedoEnabled(False)
-    doc.setDefaultFont(font)
-    doc.setDocumentMargin(0)
-    doc.setTextWidth(width)
+    doc = _row_document(width, font)
     size = text_length(line)
     starts, pos, window = [0], 0, WRAP_WINDOW_CHARS
     while True:
         end = min(size, pos + window)
-        part = split_line(line, [pos, end - pos, size - end])[1]
-        doc.clear()
-        write_lines(doc, [part], wrap=True, after=0)
-        block = doc.firstBlock()
-        doc.documentLayout().blockBoundingRect(block)  # (laid out)
-        layout = block.layout()
-        text = block.text()
-        rows = [chars(text, layout.lineAt(i).textStart()) for i in range(layout.lineCount())]
+        rows = _rows(doc, split_line(line, [pos, end - pos, size - end])[1])
         if end >= size:
             yield starts + [pos + row for row in rows[1:]]
             return
@@ -237,6 +226,34 @@ def wrap_starts(line: Line, width: float, font: QFont) -> Iterator[list[int] | N
         starts += [pos + row for row in rows[1:-1]]
         pos += rows[-2]
         yield None
+
+
+def row_starts(line: Line, width: float, font: QFont) -> list[int]:
+    """Where the rows of ``line`` start (0 first, in characters) when one paragraph shows it wrapped at ``width`` as a
+    piece (default font ``font``, no margin) lays it out: :func:`wrap_starts` in one go, for a line of a few thousand
+    characters at most (a streamed line's part about to be cut, with what follows it)."""
+    return _rows(_row_document(width, font), line)
+
+
+def _row_document(width: float, font: QFont) -> QTextDocument:
+    """A document that lays a line out as a piece of ``width`` with default font ``font`` does."""
+    doc = QTextDocument()
+    doc.setUndoRedoEnabled(False)
+    doc.setDefaultFont(font)
+    doc.setDocumentMargin(0)
+    doc.setTextWidth(width)
+    return doc
+
+
+def _rows(doc: QTextDocument, line: Line) -> list[int]:
+    """The starts of the rows ``line`` is laid out in, written alone in ``doc`` (its text before)."""
+    doc.clear()
+    write_lines(doc, [line], wrap=True, after=0)
+    block = doc.firstBlock()
+    doc.documentLayout().blockBoundingRect(block)  # (laid out)
+    layout = block.layout()
+    text = block.text()
+    return [chars(text, layout.lineAt(i).textStart()) for i in range(layout.lineCount())]
 
 
 def chars(text: str, units: int) -> int:

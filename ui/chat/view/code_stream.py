@@ -8,7 +8,8 @@ the line being written is replaced from where it changed, and once finished it s
 was (not written again elsewhere). A line longer than
 :data:`~ui.chat.view.code_lines.LONG_LINE_CHARS` (a minified document) is cut while it streams: its
 beginning becomes a paragraph of about that size at a time (in the turn's one edit), ending where a row of the line
-being written started when it was last laid out (so the cut shows no line break of its own), so
+being written started when it was last laid out, or, in a burst, where a row starts when that paragraph is laid out
+alone with a row's worth of what follows (so the cut shows no line break of its own), so
 neither the lexer nor the layout sees the whole line on a flush. So a flush costs the line being written, not the block. Lines are the
 lexer's tokens as runs of one style (never formatted to HTML), written into a piece's document with a
 cursor, an edit's lines as one plain text and each line's colours its paragraph's layout's formats
@@ -59,6 +60,14 @@ PIECE_CHARS = 6000
 #: lexed): at 2,500 characters a code block took 0.44 turns a KB to prose's 0.31, and spent 0.2-0.5 ms more of the
 #: window's CPU a KB, with no smaller worst stall.
 MAX_LINES_CHARS = 3500
+#: A cut line's runs are laid out alone with this many characters of the line after them to find their rows (more
+#: than a row holds at any width: a 2,560 px column of a 7 px code font is 366), when the line being written was not
+#: laid out with them (a burst).
+ROW_LOOKAHEAD_CHARS = 400
+#: While a block has no width yet (made in this turn of the loop, shown in the next), a cut line's runs wait for it to
+#: be made paragraphs that end at rows, up to this many characters (a turn's share of a burst and a cut): past that,
+#: a block that is not shown gets them as paragraphs as they are.
+BLIND_CARRY_CHARS = MAX_LINES_CHARS + LONG_LINE_CHARS
 #: The check against the whole block works at most this long per turn of the event loop.
 CHECK_SLICE_S = 0.004
 
@@ -320,16 +329,47 @@ class CodeStream(QWidget):
             self._cut += size
             budget -= size
             self._carry += part
-            self._carry_rows()
+            self._carry_rows(code)
         return more
 
-    def _carry_rows(self) -> None:
+    def _carry_rows(self, code: str) -> None:
         """Make the beginning of the cut line's runs not shown as paragraphs yet (``_carry``) a paragraph, up to where
-        the last of its rows starts (as the live paragraph, which starts with them, was laid out in the last turn):
-        a paragraph that ends where a row does shows no line break of its own. Without rows to go by (the text came
-        in a burst, not laid out yet, or the block is not shown), the runs are a paragraph as they are."""
+        the last of its rows starts: a paragraph that ends where a row does shows no line break of its own. The rows
+        are those of the live paragraph, which starts with the runs, as it was laid out in the last turn; else (the
+        text came in a burst, faster than it was shown) those of the runs laid out alone with what follows them in
+        ``code`` (:func:`~ui.chat.view.code_draw.row_starts`: a few thousand characters at most, not the line). While
+        the block has no width yet (made in this turn, shown in the next: :meth:`_will_show`), the runs wait for it, up
+        to :data:`BLIND_CARRY_CHARS`; past that, in a block that is not shown, or unwrapped, they are a paragraph as
+        they are, whose end shows as a break till the block closes (:meth:`_mend`)."""
         size = text_length(self._carry)
-        at = 0
+        width = self.recent.viewport().width()
+        shown = self.wrap and self._column.isVisible() and width > 0
+        at = self._live_row(size) or (self._row_alone(code, size, width) if shown else 0)
+        if not at:
+            if self.wrap and not shown and size < BLIND_CARRY_CHARS and self._will_show():
+                return  # (its rows once the block is shown)
+            at = size  # (no row to go by)
+            self._cut_width = -1
+        elif self._cut_width != width:
+            self._cut_width = width if not self._cut_width else -1  # (-1: cut at rows of two widths, or at none)
+        head, self._carry = split_line(self._carry, [at, size - at])
+        self._done_blocks.append(head)
+
+    def _will_show(self) -> bool:
+        """The block is not shown yet but will be in a later turn of the loop: it, or the widget it is in, was put in a
+        shown window's layout in this turn (Qt shows it then), and nothing between them was hidden."""
+        widget: QWidget | None = self
+        while widget is not None:
+            if widget.isVisible():
+                return True
+            if widget.isHidden() and widget.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide):
+                return False
+            widget = widget.parentWidget()
+        return False
+
+    def _live_row(self, size: int) -> int:
+        """Where the last row of the live paragraph within the carried runs' ``size`` characters starts, as it was
+        laid out in the last turn (0: none, or the live paragraph does not start with the runs)."""
         blocks = self._blocks.get(self.recent, [])
         block = self.recent.document().lastBlock()
         layout = block.layout()
@@ -339,16 +379,17 @@ class CodeStream(QWidget):
                 for i in range(layout.lineCount() - 1, 0, -1):
                     start = code_draw.chars(text, layout.lineAt(i).textStart())
                     if start <= size:
-                        at = start
-                        break
-        width = self.recent.viewport().width()
-        if not at:  # (no row to go by: a paragraph of the runs as they are, whose end shows as a break till it closes)
-            at = size
-            self._cut_width = -1
-        elif self._cut_width != width:
-            self._cut_width = width if not self._cut_width else -1  # (-1: cut at rows of two widths, or at none)
-        head, self._carry = split_line(self._carry, [at, size - at])
-        self._done_blocks.append(head)
+                        return start
+        return 0
+
+    def _row_alone(self, code: str, size: int, width: int) -> int:
+        """Where the last row within the carried runs' ``size`` characters starts when they are laid out alone at
+        ``width`` with up to :data:`ROW_LOOKAHEAD_CHARS` of the line after them (plain: a code font's characters are
+        as wide in any colour); a row whose end that text may have cut short is not taken (0: none)."""
+        following = code[self._cut:self._cut + ROW_LOOKAHEAD_CHARS].partition("\n")[0]
+        line = self._carry + ((("", following),) if following else ())
+        rows = code_draw.row_starts(line, width, self.recent.document().defaultFont())
+        return max((start for start in rows[1:-1] if start <= size), default=0)
 
     def _finish(self, done: list[Line], *, head: int = 0) -> None:
         """Lines highlighted for good, for the recent piece's finished paragraphs (drawn with the line being
