@@ -1,7 +1,7 @@
-"""What a model's chunk passes through on its way to the agent loop: the provider's own generator, read by the
-loop's model turn (through the context manager's ``consume``) with no generator of the manager's between them.
-Each async generator a chunk crosses is a resumption of its frame per chunk, paid on every chunk of every answer
-(``bench/bench_agent_loop.py``)."""
+"""What a model's chunk passes through on its way to the agent loop: a streaming provider's reading, which hands
+each chunk to the loop's model turn (StreamingProvider.chunk_reader), or another provider's own generator, read by
+the model turn with no generator of the context manager's between them. Each async generator a chunk crosses is a
+resumption of its frame per chunk, paid on every chunk of every answer (``bench/bench_agent_loop.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
-from fakes.provider_calls import stream_chunks, text_of
+from fakes.provider_calls import HELLO, stream_chunks, text_of
 
 from workspace import events as ev
 from workspace.context import ContextManager
@@ -128,3 +128,101 @@ async def test_the_lean_provider_s_chunks_are_read_with_no_call_per_field(monkey
         chunks = await stream_chunks(provider)
     assert text_of(chunks) == "one two three four five"
     assert calls == []
+
+
+class _ReadsRecorded:
+    """A response's items, noting for each read which coroutines and async generators wait for it."""
+
+    def __init__(self, source: Any, frames: list[list[str]], readers: list[list[str]]) -> None:
+        self.items = source.__aiter__()
+        self.frames = frames
+        self.readers = readers
+
+    def __aiter__(self) -> _ReadsRecorded:
+        return self
+
+    async def __anext__(self) -> Any:
+        self.frames.append(_frames_above())
+        self.readers.append(_generators_above())
+        return await self.items.__anext__()
+
+
+async def test_the_lean_provider_hands_each_chunk_to_the_model_turn_with_no_generator_between() -> None:
+    # A streaming provider reads the response and hands each chunk to the turn's ``see`` itself
+    # (StreamingProvider.chunk_reader): each read resumes the provider's reading, the turn and the run, and no async
+    # generator of the provider's, through which every chunk of every answer was yielded to the turn before.
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    frames: list[list[str]] = []
+    readers: list[list[str]] = []
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("one two three four five"))
+        provider = OpenAICompatibleProvider("openai/fake", api_base=server.base_url + "/v1", api_key="sk-test",
+                                            timeout=20.0)
+        real_source = provider._source
+        provider._source = lambda response: (_ReadsRecorded(real_source(response)[0], frames, readers),  # type: ignore[method-assign]
+                                             real_source(response)[1])
+        robot = Robot("bot", system_prompt="You help.", provider=provider)
+        events = [event async for event in robot.stream("Say five words.")]
+    assert "".join(e.text for e in events if isinstance(e, ev.TextDelta)) == "one two three four five"
+    assert [e.state for e in events if isinstance(e, ev.RunStatus)] == ["connecting", "waiting", "streaming"]
+    assert len(frames) > 5
+    assert all(found == [] for found in readers), readers[0]
+    assert all(found == ["StreamingProvider._read", "ModelTurns._model_turn", "AgentRun._turns", "AgentRun._main"]
+               for found in frames), frames[0]
+
+
+async def test_the_streaming_provider_s_stream_gives_what_its_reader_hands_on() -> None:
+    # stream() steps the same reading (StreamingProvider._read) and yields each chunk it hands on, in order.
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("one two three"), Reply.say("one two three"))
+        provider = OpenAICompatibleProvider("openai/fake", api_base=server.base_url + "/v1", api_key="sk-test",
+                                            timeout=20.0)
+        streamed = await stream_chunks(provider)
+        reader = provider.chunk_reader()
+        assert reader is not None
+        handed: list[Chunk] = []
+
+        def see(chunk: Chunk) -> bool:
+            handed.append(chunk)
+            return False
+
+        await reader(system=None, messages=HELLO, tools=(), settings={}, see=see, sink=None)
+    assert text_of(streamed) == "one two three"
+    assert [type(c).__name__ for c in streamed] == [type(c).__name__ for c in handed]
+    assert [getattr(c, "state", None) for c in streamed][:2] == ["connecting", "waiting"]
+
+
+async def test_a_stream_left_early_lets_the_next_call_to_the_local_server_go() -> None:
+    # A reader that stops after the first piece of text closes the stream: the reading is closed where it waits
+    # (its response closed, the local server's one slot released), so the next call is not left queued behind it.
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply.say("one two three four", chunk_delay=0.02), Reply.say("again"))
+        provider = OpenAICompatibleProvider("openai/fake", api_base=server.base_url + "/v1", api_key="sk-test",
+                                            timeout=20.0, max_concurrent=1)
+        stream = provider.stream(system=None, messages=HELLO, tools=(), settings={})
+        async for chunk in stream:
+            if isinstance(chunk, TextChunk):
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+        chunks = await stream_chunks(provider, limit=20)
+    assert text_of(chunks) == "again"
+    assert not any(getattr(c, "state", None) == "queued" for c in chunks)
+
+
+def test_a_provider_with_a_stream_of_its_own_is_read_through_it() -> None:
+    # A subclass (litellm in a process of its own) or an instance given another stream is read through that stream.
+    from workspace.providers.litellm_process import SeparateLiteLLMProvider
+    from workspace.providers.openai_provider import OpenAICompatibleProvider
+
+    lean = OpenAICompatibleProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    assert lean.chunk_reader() is not None
+    lean.stream = LayerProvider().stream  # type: ignore[method-assign]
+    assert lean.chunk_reader() is None
+    separate = SeparateLiteLLMProvider("openai/fake", api_base="http://127.0.0.1:9/v1", api_key="sk-test")
+    assert separate.chunk_reader() is None
+    assert LayerProvider().chunk_reader() is None

@@ -16,7 +16,6 @@ the rest of the run stays with it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 import uuid
@@ -32,6 +31,7 @@ from workspace.messages import ToolMessage
 from workspace.nesting import MAX_NESTING, cut_deep, too_deep
 from workspace.providers.base import (
     FinishChunk,
+    ProviderBase,
     ReasoningChunk,
     StatusChunk,
     TextChunk,
@@ -69,6 +69,7 @@ def _streamed(loop: asyncio.AbstractEventLoop) -> None:
 
 if TYPE_CHECKING:
     from workspace.agent.spec import RunSpec
+    from workspace.context.manager import ModelCall
     from workspace.providers.base import Chunk, Provider
     from workspace.result import Usage as UsageTotals
 
@@ -118,10 +119,13 @@ class ModelTurns:
         stream read here, in this one coroutine, through the run's context manager when it has one (the request
         kept within the model's window; compacted and retried once when the server refuses it as too long, an
         empty HTTP 200 from a local server included: :class:`~workspace.context.manager.ModelCall`), each chunk
-        handed to ``see``. No generator and no other coroutine of the loop's between the provider's generator
-        and this one: each chunk a socket read gives resumes every frame of that chain (the provider's stream,
-        this turn, the run's turns, the run), so a level only forwarding it costs every chunk of every answer,
-        the more once the loop's code is out of the CPU's caches (``tests/test_chunk_layers.py`` counts them)."""
+        handed to ``see``: by the provider's own reading when it has one (a streaming provider's
+        :meth:`~workspace.providers.streaming.StreamingProvider.chunk_reader`: no generator between the transport
+        and ``see``), else from its stream read here. No other coroutine or generator of the loop's between the
+        provider's reading and this one: each chunk a socket read gives resumes every frame of that chain (the
+        provider's reading, this turn, the run's turns, the run), so a level only forwarding it costs every chunk of
+        every answer, the more once the loop's code is out of the CPU's caches (``tests/test_chunk_layers.py``
+        counts them)."""
         spec = self.spec
         specs = [tool.spec() for tool in spec.tools]
         loop = asyncio.get_running_loop()
@@ -151,6 +155,11 @@ class ModelTurns:
                 add_text(text)
                 emit_text(text)
 
+        #: The context manager's call of the attempt being read (its bookkeeping of each chunk: ModelCall.see,
+        #: done here for a piece of text); None while chunks of no attempt are handed on (the summaries' usage, the
+        #: finish held back) or with no manager.
+        reading: ModelCall | None = None
+
         def see(chunk: Chunk) -> bool:
             """Turn ``chunk`` into events; True when chunks have been read for longer than a slice (chunks
             waiting): the event loop runs before the next. A piece of text, the most frequent chunk, by its
@@ -158,6 +167,9 @@ class ModelTurns:
             nonlocal finish, since, left, produced
             if type(chunk) is TextChunk or isinstance(chunk, TextChunk):
                 text = chunk.text
+                if reading is not None:  # what ModelCall.see reads of it: the answer began, its characters
+                    reading.started = True
+                    reading.written += len(text or "")
                 if text:
                     produced = True
                     left -= len(text)
@@ -168,6 +180,8 @@ class ModelTurns:
                         emit_text(text)
                     else:
                         said(*splitter.feed(text))
+            elif reading is not None and not reading.see(chunk):  # a finish at "length", held to the end
+                return False
             elif type(chunk) is ToolCallChunk or isinstance(chunk, ToolCallChunk):
                 produced = True
                 call = partial.get(chunk.index)
@@ -210,54 +224,49 @@ class ModelTurns:
             from workspace.attachments import without_images
 
             history = without_images(history)
+        # A provider that hands its chunks to a callback (the streaming providers: StreamingProvider.chunk_reader)
+        # is read with no generator between it and ``see``; another is read from its stream.
+        reader = provider.chunk_reader() if isinstance(provider, ProviderBase) else None
         try:
             manager = spec.context
-            if manager is not None:
-                call = await manager.begin(provider, system=spec.system, history=history, tools=specs,
-                                           settings=spec.settings, emit=emit, unheard=unheard)
-                while True:
-                    for spent in manager.take_usage():  # the summaries' tokens count like the run's own
+            call = (await manager.begin(provider, system=spec.system, history=history, tools=specs,
+                                        settings=spec.settings, emit=emit, unheard=unheard)
+                    if manager is not None else None)
+            while True:  # the attempts of the call (a refusal as too long compacts and retries once: ModelCall)
+                if call is not None:
+                    for spent in call.manager.take_usage():  # the summaries' tokens count like the run's own
                         see(spent)
-                    try:
-                        # A slow first token said at once: the provider's timer hands its status to ``see``
-                        # (status_sink), for the provider's reading alone (not a compaction's summary request).
-                        token = status_sink.set(see)
+                    sent = call.attempt()
+                    system, messages = call.prepared.system, call.prepared.messages
+                else:
+                    if not unheard():  # a record nobody can read is not made (see ModelCall.attempt)
+                        emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
+                                                      settings=spec.settings))
+                    sent, system, messages = spec.settings, spec.system, list(history)
+                reading = call
+                try:
+                    if reader is not None:  # a slow first token is said at once, by the provider's timer, to ``see``
+                        await reader(system=system, messages=messages, tools=specs, settings=sent, see=see, sink=see)
+                    else:
+                        chunks = provider.stream(system=system, messages=messages, tools=specs, settings=sent)
+                        token = status_sink.set(see)  # (its slow first token said to ``see`` at once)
                         try:
-                            chunks = call.send()
-                            try:
-                                async for chunk in chunks:
-                                    if type(chunk) is TextChunk:  # the most frequent: what ModelCall.see reads
-                                        call.started = True
-                                        call.written += len(chunk.text or "")
-                                        if see(chunk):
-                                            await asyncio.sleep(0)
-                                    elif call.see(chunk) and see(chunk):
-                                        await asyncio.sleep(0)
-                            finally:
-                                await close_stream(chunks)
+                            async for chunk in chunks:
+                                if see(chunk):
+                                    await asyncio.sleep(0)
                         finally:
                             status_sink.reset(token)
-                        last = call.last()
-                        if last is not None:
-                            see(last)
-                        break
-                    except Exception as exc:
-                        if not await call.retry(exc):
-                            raise
-            else:
-                if not unheard():  # a record nobody can read is not made (see ModelCall.send)
-                    emit(RequestRecorder().record(provider, system=spec.system, messages=history, tools=specs,
-                                                  settings=spec.settings))
-                stream = provider.stream(system=spec.system, messages=list(history), tools=specs,
-                                         settings=spec.settings)
-                token = status_sink.set(see)
-                try:
-                    async with contextlib.aclosing(stream) as chunks:  # type: ignore[type-var]
-                        async for chunk in chunks:
-                            if see(chunk):
-                                await asyncio.sleep(0)
-                finally:
-                    status_sink.reset(token)
+                            await close_stream(chunks)
+                except Exception as exc:
+                    reading = None
+                    if call is None or not await call.retry(exc):
+                        raise
+                    continue
+                reading = None
+                last = call.last() if call is not None else None
+                if last is not None:  # the finish held back (ModelCall.see), said past the manager's reading
+                    see(last)
+                break
             said(*splitter.flush())
             calls = [self._assemble(index, call) for index, call in sorted(partial.items())]
             return TurnOutcome(calls=calls, finish=finish, reasoning="".join(reasoning))

@@ -437,7 +437,15 @@ class ModelCall:
         self.written = 0
 
     def send(self) -> AsyncIterator[Chunk]:
-        """The provider's stream of this attempt (its request recorded first)."""
+        """The provider's stream of this attempt (its request recorded first: :meth:`attempt`)."""
+        sent = self.attempt()
+        prepared = self.prepared
+        return self.provider.stream(system=prepared.system, messages=prepared.messages, tools=self.tools,
+                                    settings=sent)
+
+    def attempt(self) -> Mapping[str, Any]:
+        """Begin an attempt: its request recorded, and the settings it is sent with (the agent loop's model turn
+        reads the provider's chunks itself: :meth:`workspace.agent.turn.ModelTurns._model_turn`)."""
         manager, provider, prepared = self.manager, self.provider, self.prepared
         self.started, self.usage, self.cut, self.written = False, None, None, 0
         self.sent = sent = manager._budget.local_limit(provider, prepared, self.settings,
@@ -451,7 +459,7 @@ class ModelCall:
             # so it is not made (its walk of the body, ~40 us a call: bench/bench_loop_parts.py). The next one
             # recorded is whole: it cannot point back to a request nobody saw.
             manager.requests.skip()
-        return provider.stream(system=prepared.system, messages=prepared.messages, tools=self.tools, settings=sent)
+        return sent
 
     def see(self, chunk: Chunk) -> bool:
         """Read ``chunk``; whether it goes on to the reader now (a finish at "length" waits for :meth:`last`)."""

@@ -8,7 +8,7 @@ calls; providers never run tools themselves.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -225,6 +225,12 @@ class ProviderBase:
         return (True, None) if type(self).token_counter is ProviderBase.token_counter else (False, None)
 
     def check_key(self) -> None:
+        return None
+
+    def chunk_reader(self) -> Callable[..., Awaitable[None]] | None:
+        """What reads a call's chunks into a callback, with no generator between the reading and its reader (the
+        agent loop's model turn uses it when there is one:
+        :meth:`workspace.providers.streaming.StreamingProvider.chunk_reader`); None: read :meth:`stream`."""
         return None
 
     def stream(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from workspace.messages import Message
 from workspace.providers import wire
+from workspace.providers.base import Chunk
 from workspace.providers.litellm_provider import LiteLLMProvider, known_chat_models, preload_litellm
 from workspace.providers.openai_format import MessageConverter
 
@@ -120,6 +121,15 @@ class _Server:
         provider = self._provider(request["provider"])
         messages = [Message.from_dict(m) for m in request.get("messages") or []]
         tools = [wire.tool_from_dict(t) for t in request.get("tools") or []]
+        reader = provider.chunk_reader()
+        if reader is not None:  # each chunk sent as the reading hands it on (no generator stepping it)
+            def send(chunk: Chunk) -> bool:
+                self._send({"id": rid, "chunk": wire.chunk_to_dict(chunk)})
+                return False
+
+            await reader(system=request.get("system"), messages=messages, tools=tools,
+                         settings=request.get("settings") or {}, see=send, sink=None)
+            return
         chunks = provider.stream(system=request.get("system"), messages=messages, tools=tools,
                                  settings=request.get("settings") or {})
         try:

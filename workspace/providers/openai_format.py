@@ -389,8 +389,9 @@ class DeltaReader:
             self.chars += len(text)
             out.append(TextChunk(text))
         for call in calls or ():
-            index = field(call, "index")
-            call_id_ = field(call, "id")
+            plain = type(call) is dict  # the lean provider's: read with no call per field
+            index = call.get("index") if plain else field(call, "index")
+            call_id_ = call.get("id") if plain else field(call, "id")
             if index is None:  # some servers omit it: a new id starts a call, else it continues
                 if call_id_ and str(call_id_) not in self.seen_ids:
                     index = len(self.seen_ids)
@@ -400,9 +401,12 @@ class DeltaReader:
             if call_id_:
                 self.seen_ids.setdefault(str(call_id_), index)
             self.last_index = index
-            function = field(call, "function")
-            name = field(function, "name") if function is not None else None
-            arguments = field(function, "arguments") if function is not None else None
+            function = call.get("function") if plain else field(call, "function")
+            if type(function) is dict:
+                name, arguments = function.get("name"), function.get("arguments")
+            else:
+                name = field(function, "name") if function is not None else None
+                arguments = field(function, "arguments") if function is not None else None
             args: str | dict[str, Any] = (
                 arguments if isinstance(arguments, dict) else "" if arguments is None else str(arguments))
             self.chars += len(args) if isinstance(args, str) else len(json.dumps(args, default=str))

@@ -10,9 +10,13 @@ its own way (``_source``, ``_after_finish``); everything else is here:
   ``loading`` (a library to load first, or a local server that sends no token for
   :attr:`slow_notice` seconds), ``connecting``, ``queued`` (another request to the same local server
   is running), ``waiting`` (the server took the request), ``streaming`` (the first token),
-  ``retrying`` (with the seconds to wait and why). The slow start's status goes to the reader's
-  :data:`~workspace.providers.base.status_sink` when it set one (the agent loop: said by a timer while
-  the stream waits in the reader's task), else in the stream (the wait then runs in a task of its own);
+  ``retrying`` (with the seconds to wait and why). The slow start's status goes to the reader's sink
+  when it gave one (the agent loop, :meth:`StreamingProvider.chunk_reader`; a reader of the stream sets
+  :data:`~workspace.providers.base.status_sink`): said by a timer while the call waits in the reader's task;
+  else with the other chunks (the wait then runs in a task of its own);
+- **one reading** (:meth:`StreamingProvider._read`) hands each chunk to a callback as it reads it: the agent
+  loop's model turn is that callback (no generator between the transport and the turn); :meth:`stream` is an
+  async generator stepping the same reading in the reader's task;
 - **retries** of what can succeed on retry: 429 (honouring ``Retry-After``), 5xx, connection
   failures and streams cut before any output, with exponential backoff. Everything else, and every
   failure after output began, is a :class:`ProviderError` at once, with the provider's words and the
@@ -40,7 +44,7 @@ import logging
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workspace.errors import ContextOverflowError, ProviderError
@@ -52,6 +56,7 @@ from workspace.providers.base import (
     ProviderBase,
     StatusChunk,
     StatusState,
+    TextChunk,
     ToolSpec,
     UsageChunk,
     status_sink,
@@ -133,6 +138,39 @@ async def _until_output(iterator: Any, reader: DeltaReader, skipped: list[int],
             skipped[0] += 1
     finally:
         wake(woken[0])
+
+
+#: What reads one call's chunks into a callback (:meth:`StreamingProvider.chunk_reader`): called with the keyword
+#: arguments of :meth:`StreamingProvider.stream`, ``see`` and ``sink`` (see :meth:`StreamingProvider._read`).
+ChunkReader = Callable[..., Awaitable[None]]
+
+
+class _Pass:
+    """A wait of a coroutine stepped by hand, passed on to the task that steps it (``yield`` as ``await`` does)."""
+
+    __slots__ = ("waited",)
+
+    def __init__(self, waited: Any) -> None:
+        self.waited = waited
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return (yield self.waited)
+
+
+async def _close_reading(reading: Coroutine[Any, Any, None]) -> None:
+    """Close a reading stepped by hand (:meth:`StreamingProvider.stream`) as an async generator is closed: a
+    GeneratorExit where it waits, and the waits of its cleanup (the response closed, the slot released) passed on."""
+    step: Callable[[Any], Any] = reading.throw
+    given: Any = GeneratorExit()
+    while True:
+        try:
+            waited = step(given)
+        except (GeneratorExit, StopIteration):
+            return
+        try:
+            given, step = await _Pass(waited), reading.send
+        except BaseException as exc:
+            given, step = exc, reading.throw
 
 
 class StreamingProvider(ProviderBase):
@@ -334,14 +372,75 @@ class StreamingProvider(ProviderBase):
         tools: Sequence[ToolSpec],
         settings: Mapping[str, Any],
     ) -> AsyncIterator[Chunk]:
-        """Stream one assistant turn; see the module docstring for the contract."""
+        """Stream one assistant turn; see the module docstring for the contract. The chunks :meth:`_read` hands
+        on, in order, each yielded before the call waits again (a reader that takes chunks as calls, the agent
+        loop's model turn, reads them through :meth:`chunk_reader` instead, with no generator between)."""
+        held: list[Chunk] = []
+
+        def hold(chunk: Chunk) -> bool:
+            held.append(chunk)
+            return True  # handed on at once: the reading stops here (a bare wait), before it reads on
+
+        # The reading is stepped here, in the reader's task: each chunk it hands on is yielded where the reading
+        # stops for it (with nothing armed: the caller's time between chunks is not the server's), and each of its
+        # other waits is passed on to the task as ``await`` would pass it.
+        reading = self._read(system=system, messages=messages, tools=tools, settings=settings, see=hold,
+                             sink=status_sink.get())
+        step: Callable[[Any], Any] = reading.send
+        given: Any = None
+        error: BaseException | None = None
+        finished = False
+        try:
+            while True:
+                try:
+                    waited = step(given)
+                except StopIteration:
+                    finished = True
+                    break
+                except BaseException as exc:  # the call failed: the chunks before the failure first
+                    finished, error = True, exc
+                    break
+                if held:
+                    chunks, held[:] = held[:], []
+                    for chunk in chunks:
+                        yield chunk
+                    if waited is None:  # the reading's stop for its chunk: no pass of the event loop for it
+                        given, step = None, reading.send
+                        continue
+                try:
+                    given, step = await _Pass(waited), reading.send
+                except BaseException as exc:  # thrown into the task (a cancel): into the reading, where it waits
+                    given, step = exc, reading.throw
+            for chunk in held:
+                yield chunk
+            if error is not None:
+                raise error
+        finally:
+            if not finished:  # the reader stopped early: the reading is closed where it waits, as a generator is
+                await _close_reading(reading)
+
+    def chunk_reader(self) -> ChunkReader | None:
+        """What reads a call's chunks into a callback (:meth:`_read`), when this provider's stream is
+        :meth:`stream` itself (a subclass or an instance with a stream of its own is read through it)."""
+        if type(self).stream is StreamingProvider.stream and "stream" not in vars(self):
+            return self._read
+        return None
+
+    async def _read(self, *, system: str | None, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                    settings: Mapping[str, Any], see: Callable[[Chunk], object],
+                    sink: Callable[[StatusChunk], object] | None) -> None:
+        """One assistant turn's chunks, each handed to ``see`` as it is read (see the module docstring for the
+        contract); ``see`` returning True asks for a pass of the event loop before the next (chunks read for
+        longer than a slice: :data:`workspace.agent.turn.SLICE_S`). ``sink``: where a slow first token is said
+        at once by the attempt's timer (:data:`~workspace.providers.base.status_sink`); None: the wait for the
+        first output runs in a task of its own, and the notice goes to ``see`` when it is due."""
         self.check_key()
         loading = self._needs_loading()
         if loading is not None:
-            yield StatusChunk("loading", loading, endpoint=self.endpoint)
+            if see(StatusChunk("loading", loading, endpoint=self.endpoint)):
+                await asyncio.sleep(0)
             await self._load()
         self._preflight()
-        sink = status_sink.get()  # the reader says a slow first token at once: no task for the wait (see below)
         body = self.prepared_request(system=system, messages=messages, tools=tools, settings=settings)
         self._built = None  # used once: a later call (another model's settings, say) builds its own
         request = {**body, **self._credentials()}  # a copy: the kept (recorded) body never holds the key
@@ -349,9 +448,10 @@ class StreamingProvider(ProviderBase):
         # The endpoint's slot (None: no limit), looked up once for the call.
         limit = self.concurrency_limit()
         slot = limits.semaphore(endpoint, limit)
-        if slot is not None and slot.locked():
-            yield StatusChunk("queued", f"waiting for the request before it to {endpoint} to finish "
-                              f"({limit} at a time: llm.max_concurrent_requests)", endpoint=endpoint)
+        if slot is not None and slot.locked() and see(StatusChunk(
+                "queued", f"waiting for the request before it to {endpoint} to finish ({limit} at a time: "
+                "llm.max_concurrent_requests)", endpoint=endpoint)):
+            await asyncio.sleep(0)
         if slot is not None:
             await slot.acquire()
         try:
@@ -364,7 +464,8 @@ class StreamingProvider(ProviderBase):
                     wait, setting = self._first_wait(deadline)
                     sent_at = time.monotonic()
                     first_until = sent_at + wait
-                    yield StatusChunk("connecting", f"connecting to {endpoint}", endpoint=endpoint)
+                    if see(StatusChunk("connecting", f"connecting to {endpoint}", endpoint=endpoint)):
+                        await asyncio.sleep(0)
                     response: Any = None
                     # One timer for the whole attempt bounds the wait for the response and every wait for a chunk,
                     # and says a slow first token to a reader with a sink (see Watchdog): no timer of its own for the
@@ -375,8 +476,9 @@ class StreamingProvider(ProviderBase):
                                    if timed else self.idle_timeout)
                     try:
                         response = await self._connect(request, wait, setting, dog)
-                        yield StatusChunk("waiting", f"{endpoint} took the request; waiting for the first token",
-                                          endpoint=endpoint)
+                        if see(StatusChunk("waiting", f"{endpoint} took the request; waiting for the first token",
+                                           endpoint=endpoint)):
+                            await asyncio.sleep(0)
                         source, raw = self._source(response)
                         await self._check_stream(raw, response)
                         iterator = source.__aiter__()
@@ -425,8 +527,9 @@ class StreamingProvider(ProviderBase):
                                                     raise self._no_first_token(first_until - sent_at, setting)
                                                 if notice is not None and now - sent_at >= notice:
                                                     noticed = True
-                                                    yield self._slow_status(now - sent_at, sent_at, first_until,
-                                                                            setting)
+                                                    if see(self._slow_status(now - sent_at, sent_at, first_until,
+                                                                             setting)):
+                                                        await asyncio.sleep(0)
                                         finally:
                                             if not pending.done():
                                                 pending.cancel()
@@ -476,21 +579,33 @@ class StreamingProvider(ProviderBase):
                                     plain_choice = type(choice) is dict
                                     if converted is None:
                                         delta = choice.get("delta") if plain_choice else field(choice, "delta")
-                                        if delta is not None:
+                                        text = (delta.get("content") if not first and type(delta) is dict
+                                                and len(delta) == 1 else None)
+                                        if type(text) is str and text:
+                                            # A piece of text alone, as most of an answer's items are: what the
+                                            # reader makes of it (a TextChunk), with no list made to hold it.
+                                            reader.chars += len(text)
+                                            produced = True
+                                            if see(TextChunk(text)):
+                                                await asyncio.sleep(0)
+                                        elif delta is not None:
                                             converted = reader.convert(delta)
                                     if converted:
                                         produced = True
                                         if first:
                                             first = False
                                             dog.hush()
-                                            yield StatusChunk("streaming", "", endpoint=self.endpoint)
+                                            if see(StatusChunk("streaming", "", endpoint=self.endpoint)):
+                                                await asyncio.sleep(0)
                                         for chunk in converted:
-                                            yield chunk
+                                            if see(chunk):  # read for longer than a slice: the loop runs
+                                                await asyncio.sleep(0)
                                     ended = choice.get("finish_reason") if plain_choice else field(choice, "finish_reason")
                                 usage = item.get("usage") if plain else field(item, "usage")
                                 if usage is not None and not usage_sent:
                                     usage_sent = produced = True
-                                    yield self._usage_chunk(usage)
+                                    if see(self._usage_chunk(usage)):
+                                        await asyncio.sleep(0)
                                 if ended:
                                     finish = str(ended)
                                     first = False
@@ -499,7 +614,8 @@ class StreamingProvider(ProviderBase):
                                     if stop:
                                         if not usage_sent and tail is not None:
                                             usage_sent = produced = True
-                                            yield self._usage_chunk(tail)
+                                            if see(self._usage_chunk(tail)):
+                                                await asyncio.sleep(0)
                                         break
                         finally:
                             dog.close()
@@ -511,9 +627,11 @@ class StreamingProvider(ProviderBase):
                         if not usage_sent:
                             prompt = self._estimate_input(request)
                             completion = estimate_tokens(reader.chars)
-                            yield UsageChunk(input_tokens=prompt, output_tokens=completion,
-                                             cost=self._cost(prompt, completion), model=self.model_id, estimated=True)
-                        yield FinishChunk(finish)
+                            if see(UsageChunk(input_tokens=prompt, output_tokens=completion,
+                                              cost=self._cost(prompt, completion), model=self.model_id, estimated=True)):
+                                await asyncio.sleep(0)
+                        if see(FinishChunk(finish)):
+                            await asyncio.sleep(0)
                     finally:
                         dog.close()
                         if response is not None:
@@ -526,9 +644,10 @@ class StreamingProvider(ProviderBase):
                     why = " (Retry-After)" if failure.wait is not None else ""
                     log.info("%s: %s; retry %d/%d in %.2f s", self.model_id, failure.error, attempt,
                              self.max_retries, delay)
-                    yield StatusChunk("retrying", f"{reason}; retry {attempt} of {self.max_retries} in "
-                                      f"{describe_wait(delay)}{why}", retry_in=delay, attempt=attempt,
-                                      endpoint=endpoint)
+                    if see(StatusChunk("retrying", f"{reason}; retry {attempt} of {self.max_retries} in "
+                                       f"{describe_wait(delay)}{why}", retry_in=delay, attempt=attempt,
+                                       endpoint=endpoint)):
+                        await asyncio.sleep(0)
                     await self.sleep(delay)
         finally:
             if slot is not None:
