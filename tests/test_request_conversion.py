@@ -216,3 +216,36 @@ def test_a_body_is_written_by_one_encoder_made_once(monkeypatch: Any) -> None:
     monkeypatch.setattr(json.JSONEncoder, "__init__", counting_init)
     assert provider.encoder.encode(body) == expected
     assert made == []
+
+
+class _Reads(list[Message]):
+    """A conversation that counts the messages read from it (by index, by slice or by walking it)."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        got = super().__getitem__(index)
+        _Reads.reads += len(got) if isinstance(index, slice) else 1
+        return got
+
+    def __iter__(self) -> Any:
+        for message in super().__iter__():
+            _Reads.reads += 1
+            yield message
+
+
+def test_a_longer_call_reads_only_the_new_messages_of_a_long_conversation() -> None:
+    # A thread of 2,000 turns sent again one turn longer (its newest message read back as a new object, as a
+    # session does): the converter finds the part it shares with the last call without walking the 4,000
+    # messages, and extends its kept lists in place.
+    converter = MessageConverter()
+    messages = [m for i in range(2_000) for m in turn(i)]
+    first = converter.convert("sys", _Reads(messages))
+    longer = [*messages[:-1], TextMessage(role="assistant", content="Answer 1999"), *turn(2_000)]
+    _Reads.reads, count = 0, converter.converted
+    second = converter.convert("sys", _Reads(longer))
+    assert converter.converted - count == 3
+    assert _Reads.reads < 50  # the 3 new messages and a binary search's few (4,003 before)
+    assert second == to_openai_messages("sys", longer)
+    assert all(a is b for a, b in zip(first[:-1], second, strict=False))
+    assert first == to_openai_messages("sys", messages)  # the list returned before is the caller's, unchanged

@@ -15,13 +15,12 @@ copying it each time would grow the store with the square of the thread's length
 from __future__ import annotations
 
 import json
-import operator
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from workspace import events as ev
-from workspace.messages import Message
+from workspace.messages import Message, shared_prefix
 from workspace.providers.base import Provider, ToolSpec
 from workspace.providers.openai_format import MessageConverter, to_openai_tools, tool_choice_value
 from workspace.secrets import is_secret_name, redactor
@@ -112,10 +111,10 @@ class RequestRecorder:
         sent = list(sent) if isinstance(sent, list | tuple) else []
         shared = 0
         if self._last_id is not None:
-            # By identity first (the providers reuse a message's dict while it is sent: mostly the same
-            # objects), then by value from the first one that is not.
-            alike = list(map(operator.is_, self._last_messages, sent))
-            shared = alike.index(False) if False in alike else len(alike)
+            # By identity first (the providers reuse a message's dict while it is sent: the same objects up to
+            # the newest turn, found by :func:`shared_prefix` without a walk of the whole thread), then by value
+            # from the first one that is not.
+            shared = shared_prefix(self._last_messages, sent)
             for before, now in zip(self._last_messages[shared:], sent[shared:], strict=False):
                 if before != now:
                     break

@@ -16,13 +16,11 @@ or objects (the OpenAI SDK's models, litellm's): :func:`field` reads either.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import operator
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workspace.messages import json_text
+from workspace.messages import json_text, shared_prefix
 from workspace.providers.base import Chunk, ReasoningChunk, TextChunk, ToolCallChunk, ToolSpec
 
 if TYPE_CHECKING:
@@ -147,7 +145,11 @@ class MessageConverter:
     sends 20,000 messages per call; converting them all took most of the call's time on the event loop.
 
     Messages are immutable (no setters; compaction, an edited turn or a redaction makes new ones), so a
-    message's identity keys its part, and a message not seen before (a new object) is converted. The
+    message's identity keys its part, and a message not seen before (a new object) is converted. As everywhere
+    a conversation is kept between calls (the context view, the token count), the messages looked at are those
+    after the part the last call shares (:func:`~workspace.messages.shared_prefix`: a conversation grows at its
+    end, or a compaction, an edit or a reading back replaces it from some message on), and the kept lists are
+    changed in place: a call costs its new messages, not the thread's length. The
     last :attr:`keep` conversations (by their first message) are kept, each only with the messages of its
     latest call: the ones a compaction dropped are let go. The returned list is the caller's; its dicts
     are shared with the next calls' lists and must not be changed (nobody does: the recorder copies what it
@@ -162,7 +164,7 @@ class MessageConverter:
     def convert(self, system: str | None, messages: Sequence[Message], *, empty_content: str | None = "",
                 max_result_chars: int | None = MAX_TOOL_RESULT_CHARS) -> list[dict[str, Any]]:
         """The OpenAI chat messages of ``system`` and ``messages`` (:func:`to_openai_messages`'s)."""
-        messages = list(messages)
+        messages = messages if isinstance(messages, list | tuple) else list(messages)
         options = (empty_content, max_result_chars)
         first = messages[0] if messages else None
         same = [c for c in self._kept if c.options == options]
@@ -171,20 +173,26 @@ class MessageConverter:
         if state is None:
             state = _Converted(options, system)
         # The messages the last call began with, the same objects: their dicts as they were (a thread sends
-        # its history again, with its newest turn or two read back from the store as new objects).
+        # its history again, with its newest turn or two read back from the store as new objects). Found by
+        # :func:`shared_prefix` and kept in place: a call costs its new messages, not the thread's length.
         start, dropped = 0, []
         if state.messages and state.system == system:
-            alike = list(map(operator.is_, state.messages, messages))
-            start = alike.index(False) if False in alike else len(alike)
+            start = shared_prefix(state.messages, messages)
             ends = state.ends
             if 0 < start < len(ends) and ends[start] == ends[start - 1]:
                 start -= 1  # the next message was merged into this one's dict: this one's alone, again
         if start:
-            out, ends = state.out[: state.ends[start - 1]], state.ends[:start]
+            out, ends = state.out, state.ends
+            del out[ends[start - 1]:], ends[start:]
             kept, dropped = parts, state.messages[start:]  # this conversation's: the ones no longer sent let go
+            inputs = state.messages
+            del inputs[start:]
         else:
             out, ends, kept = ([{"role": "system", "content": system}] if system else []), [], {}
-        for message in itertools.islice(messages, start, None):
+            inputs = []
+        added = messages[start:]
+        inputs += added
+        for message in added:
             key = id(message)
             part = parts.get(key)
             if part is None or part[0] is not message:
@@ -209,12 +217,12 @@ class MessageConverter:
                 out.append(part[2])
             ends.append(len(out))
         if dropped:
-            sent = {id(m) for m in itertools.islice(messages, start, None)}
+            sent = {id(m) for m in added}
             for gone in dropped:
                 if id(gone) not in sent:
                     kept.pop(id(gone), None)
         if self.keep > 0:
-            state.system, state.messages, state.out, state.parts, state.ends = system, messages, out, kept, ends
+            state.system, state.messages, state.out, state.parts, state.ends = system, inputs, out, kept, ends
             if state in self._kept:
                 self._kept.remove(state)
             self._kept = [*self._kept, state][-self.keep:]
@@ -251,12 +259,14 @@ class BodyEncoder:
         for key, value in body.items():
             parts.append(f"{_dumps(key)}:" if len(parts) == 1 else f",{_dumps(key)}:")
             if key == "messages" and type(value) is list:
-                alike = list(map(operator.is_, self._messages, value))
-                start = alike.index(False) if False in alike else len(alike)
-                texts = self._texts[:start]
-                texts += [self.write_message(m) for m in itertools.islice(value, start, None)]
-                self.written += len(value) - start
-                self._messages, self._texts = list(value), texts
+                # Kept in place, the shared start found by :func:`shared_prefix`: only the new messages cost.
+                start = shared_prefix(self._messages, value)
+                texts, written = self._texts, self._messages
+                del texts[start:], written[start:]
+                added = value[start:]
+                texts += [self.write_message(m) for m in added]
+                written += added
+                self.written += len(added)
                 parts += ("[", ",".join(texts), "]")
             elif key == "tools":
                 kept = self._tools
