@@ -47,8 +47,10 @@ def unbroken(figure: str) -> str:
 
 
 def figures_text(parts: list[str], separator: str = " · ") -> str:
-    """Figures joined by ``separator``: a narrow label wraps between them, never inside one (:func:`unbroken`)."""
-    return separator.join(unbroken(part) for part in parts)
+    """Figures joined by ``separator``: a narrow label wraps between them, never inside one (:func:`unbroken`),
+    and after the separator's dot, never before it (a line never begins with "·")."""
+    head, dot, tail = separator.partition("·")
+    return (head.replace(" ", "\u00a0") + dot + tail).join(unbroken(part) for part in parts)
 
 
 def format_duration(seconds: float | None) -> str:

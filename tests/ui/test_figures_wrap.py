@@ -1,7 +1,7 @@
 """A narrow column wraps an answer's footer and a comparison header's figures between the figures, never inside one.
 
 Seen in the comparison's screenshots: "74.5 tok/" at the end of a footer's line and "s · 1.59 s to first token" on
-the next (a line may break after a "/"), and a header's "· 12" with "tok/s · 1 tool" below it.
+the next (a line may break after a "/"), a header's "· 12" with "tok/s · 1 tool" below it, and lines beginning with "·".
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ def line_starts(label: Any, width: int) -> list[int]:
 
 
 def assert_wraps_between(label: Any, separator: str) -> None:
-    text = label.text()
-    starts = {0}
+    text = label.text().replace("\u00a0", " ")  # (the same length: indices as laid out)
+    starts = {0}  # where a figure begins: a line begins there, after the separator, never inside it
     at = text.find(separator)
     while at >= 0:
-        starts.update(range(at + 1, at + len(separator) + 1))  # after any of its spaces or its dot
+        starts.add(at + len(separator))
         at = text.find(separator, at + 1)
     for width in range(40, label.fontMetrics().horizontalAdvance(text) + 2):
         inside = [text[max(0, s - 8):s] + "|" + text[s:s + 8] for s in line_starts(label, width) if s not in starts]
