@@ -9,9 +9,10 @@ dark theme (what the fit of the columns is checked on by eye).
 The loopback OpenAI-compatible server (tests/fakes/llm_server.py, in a process of its own) plays four models:
 each writes app.py its own way (all three change line 2), then streams its answer slowly. The app runs as the
 ``robotlab`` command starts it (tests/xvfb/app_main.py) with its own home; every step is a key or typed text:
-Ctrl+Shift+P picks file-helper, the palette's "Compare with…" checks the other two models, the message is typed
+Ctrl+Shift+P picks file-helper, the palette's "Compare with…" opens the dialog, where "with model" typed in its
+filter box narrows the list to the models, Tab goes to the list and Space checks the last two; the message is typed
 and sent; mid-stream the columns are grabbed; once all answered, Ctrl+Shift+D goes to the combined review, where
-Space accepts hunk 1 of model-a and hunk 1 of model-b (the same line) and the overlap is grabbed.
+Space accepts hunk 1 of model-a and hunk 1 of model-c (the same line) and the overlap is grabbed.
 """
 
 from __future__ import annotations
@@ -89,9 +90,11 @@ def run(width: int, height: int, out: Path, *, review: bool, columns: int = 3, t
         app.key("Return")  # the dialog opens once the models are listed
         wait_for(lambda: app.windows_named("Compare with"), 60, "the Compare with dialog", step=0.3)
         time.sleep(1.0)
-        # The list: file-helper again, with model-a .. model-d, then the other robot: check the last models.
-        app.key("End")
-        for _ in range(columns - 1):
+        # The list: file-helper again, the other robot, then file-helper with model-a .. model-d. The filter box
+        # has the focus: typing narrows the list to the models, Tab goes to the list, and the last ones are checked.
+        app.type("with model")
+        app.key("Tab", "End", "space")
+        for _ in range(columns - 2):
             app.key("Up", "space")
         app.key("Return", pause=1.0)
         app.type("Tidy up app.py")
@@ -111,7 +114,7 @@ def run(width: int, height: int, out: Path, *, review: bool, columns: int = 3, t
             app.key("ctrl+shift+d")  # the Changes dock: the combined review's list
             geometry = app.geometry()
             app.click(geometry["WIDTH"] - 300, 132)  # its first row (the file), as a person would
-            app.key("Down", "space", "Down", "Down", "space", pause=1.0)  # hunk 1 of model-a, hunk 1 of model-b
+            app.key("Down", "space", "Down", "Down", "space", pause=1.0)  # hunk 1 of model-a, of model-c
             shot = app.shot("review")
             suffix = "" if width == 1920 else f"-{width}"
             shutil.copy(shot, out / f"compare-review-overlap{suffix}.png")

@@ -40,6 +40,19 @@ LANE_STATUS_TEXT = {
 }
 
 
+def unbroken(figure: str) -> str:
+    """``figure`` ("52 tok/s", "0.40 s to first token") as a wrapping label never breaks it: no-break spaces, and a
+    word joiner after each "/" (a line may otherwise break after one: "tok/" then "s")."""
+    return figure.replace(" ", "\u00a0").replace("/", "/\u2060")
+
+
+def figures_text(parts: list[str], separator: str = " · ") -> str:
+    """Figures joined by ``separator``: a narrow label wraps between them, never inside one (:func:`unbroken`),
+    and after the separator's dot, never before it (a line never begins with "·")."""
+    head, dot, tail = separator.partition("·")
+    return (head.replace(" ", "\u00a0") + dot + tail).join(unbroken(part) for part in parts)
+
+
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return ""

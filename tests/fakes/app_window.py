@@ -134,3 +134,9 @@ async def memory_review_app(*, home: Path, provider: Any, db_path: Path, tmp_pat
         assert row >= 0, f"the robot {robot} is not in the picker"
         root.window.robot_picker.setCurrentIndex(row)
         yield root
+
+
+def as_read(text: str) -> str:
+    """A label's text as a person reads it: its no-break spaces as spaces, its word joiners (drawn as nothing:
+    they keep a wrapping label from breaking "tok/s" after the "/") gone."""
+    return text.replace("\u00a0", " ").replace("\u2060", "")

@@ -12,6 +12,8 @@ from typing import Any
 
 from fakes.compare_window import settle
 
+from tests.fakes.app_window import as_read
+
 
 class LayoutRequests:
     """The LayoutRequest events delivered to ``widgets`` (an application-wide filter), and the Paint events of
@@ -56,7 +58,7 @@ def test_new_figures_of_the_same_height_lay_out_neither_header_nor_column(qtbot:
     stats = ColumnStats("model-a", status="streaming", output_tokens=120, ttft=0.4, streaming_s=2.0)
     header.show_stats(stats)  # the first figures: the header makes room for them
     settle()
-    assert header.figures.text() == stats.line()
+    assert as_read(header.figures.text()) == stats.line()
     assert header.figures.height() >= header.figures.fontMetrics().height()
     requests = LayoutRequests([header, column, view.splitter], header.figures)
     try:
@@ -64,7 +66,7 @@ def test_new_figures_of_the_same_height_lay_out_neither_header_nor_column(qtbot:
             stats.output_tokens = tokens
             header.show_stats(stats)
             settle()
-            assert header.figures.text() == stats.line()
+            assert as_read(header.figures.text()) == stats.line()
         qtbot.waitUntil(lambda: requests.paints > 0)  # the label repainted (on the window's next repaint)
         assert requests.seen == [], f"new figures laid out {requests.seen}"
     finally:

@@ -17,7 +17,7 @@ from fakes.candidates import BASE, EDITS
 from fakes.compare_window import compared
 from fakes.llm_server import FakeLLMServer
 
-from tests.fakes.app_window import running_app, wait_until
+from tests.fakes.app_window import as_read, running_app, wait_until
 from tests.ui.chat_dump import dump_state
 from workspace.config import load_config
 
@@ -37,7 +37,7 @@ async def test_columns_stream_per_candidate_and_the_verdict_is_kept_and_exported
         shown = dump_state(comparisons.chats[index].presenter.state)
         assert f"Answer of {model}: done" in shown, shown
         assert not any(f"Answer of {other}" in shown for other in EDITS if other != model), shown
-        figures = view.headers[index].figures.text()
+        figures = as_read(view.headers[index].figures.text())
         assert "1 tool" in figures and "TTFT" in figures and "tok/s" in figures, figures
         stats = comparisons.stats.columns[index]
         assert stats.output_tokens > 0 and stats.ttft is not None and stats.tool_calls == 1
@@ -171,7 +171,7 @@ async def test_a_comparisons_columns_come_back_when_a_candidates_thread_reopens_
             text = dump_state(comparisons.chats[index].presenter.state)
             assert f"Answer of {model}: done" in text, text
             assert not any(f"Answer of {other}" in text for other in EDITS if other != model), text
-        assert [h.figures.text() for h in view.headers] == figures  # tokens, TTFT, tok/s, tools as they were
+        assert [as_read(h.figures.text()) for h in view.headers] == figures  # tokens, TTFT, tok/s, tools as they were
         assert view.choices.checkedId() == 2 and view.reason.text() == "shortest"
         assert view.verdict_note.text() == "Kept: openai/model-c"
         assert comparisons.review is not None and root.window.docks["changes"].widget() is comparisons.review
@@ -181,7 +181,7 @@ async def test_a_comparisons_columns_come_back_when_a_candidates_thread_reopens_
         comparisons = await compared(root, server)
         threads = comparisons.session.thread_ids
         view = comparisons.view
-        figures = [h.figures.text() for h in view.headers]
+        figures = [as_read(h.figures.text()) for h in view.headers]
         assert all("TTFT" in f and "1 tool" in f for f in figures), figures
         view.choices.button(2).click()
         view.reason.setText("shortest")
@@ -298,7 +298,7 @@ async def test_each_column_shows_the_verify_run_on_its_own_proposal(server: Fake
         comparisons = await compared(root, server)
         await wait_until(lambda: comparisons.review is not None, timeout=60, what="the verify and the review")
         assert [c.verify for c in comparisons.stats.columns] == [False, True, False]
-        figures = [h.figures.text() for h in comparisons.view.headers]
+        figures = [as_read(h.figures.text()) for h in comparisons.view.headers]
         assert figures[0].endswith("verify ✗") and figures[1].endswith("verify ✓"), figures
         assert (folder / "app.py").read_text() == BASE  # each verify ran on its own layer: nothing written
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.app_window import as_read
 from workspace import events as ev
 from workspace.result import STOP_NOTES, RobotResult
 
@@ -78,7 +79,7 @@ def test_the_footer_shows_the_speed_as_local_model_tools_do(qapp_instance: Any) 
     chat.presenter.add_user("hi")
     chat.presenter.feed_all([ev.event_from_dict(e.to_dict()) for e in run])
     footer = next(w for w in chat.items() if isinstance(w, RunFooter))
-    text = footer.usage.text().replace("\u00a0", " ")
+    text = as_read(footer.usage.text())
     assert "1,200 in · 85 out tokens" in text, text
     assert "42.5 tok/s" in text and "0.25 s to first token" in text, text
     assert "first token" in footer.usage.toolTip()

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.formatting import figures_text
 from ui.theme import candidate_color
 from ui.widgets.common import ElidedLabel
 from ui.widgets.eliding import ElidesOnResize, elide_text, text_overhead
@@ -144,6 +145,7 @@ class ColumnHeader(QFrame):
         figures = stats.line()
         if self.compact:
             figures = f"{state} · {figures}" if figures else state
+        figures = figures_text(figures.split(" · "))  # wrapped between the figures, never inside one
         if self.figures.text() != figures:
             self.figures.setText(figures)
             self._fit_figures()

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from ui import theme
 from ui.chat.model.state import ErrorItem
-from ui.formatting import format_duration
+from ui.formatting import figures_text, format_duration
 from ui.widgets.common import ElidedLabel, RichLabel
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ class RunFooter(QWidget):
         if duration:
             parts.append(format_duration(duration))
         # A narrow column wraps the figures between them, never inside one ("290 in · 162 out tokens").
-        self.usage.setText("  ·  ".join(part.replace(" ", "\u00a0") for part in parts))
+        self.usage.setText(figures_text(parts, "  ·  "))
         tip = [f"This answer: {mark}{input_tokens:,} input + {mark}{output_tokens:,} output tokens"
                + (f", ${cost:.6f}" if cost else "")]
         if speed is not None:
