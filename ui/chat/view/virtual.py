@@ -566,7 +566,7 @@ class TurnWindow:
         widgets = chat._turn_widgets.get(turn) or []
         top = widgets[0].geometry().top()
         bottom = widgets[-1].geometry().bottom()
-        height = bottom - top + 1 + chat._layout.spacing()  # (a spacer has no spacing of its own before it)
+        height = bottom - top + 1  # (the gap adds the spacing after each of its turns)
         if height > 1:
             self._measured += 1
             self._measured_total += height
