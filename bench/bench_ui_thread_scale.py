@@ -435,7 +435,9 @@ def measure(turns: int) -> dict[str, Any]:
 
 def live_growth(app: Any, rounds: int = 1) -> list[float]:
     """RSS growth (MB) over each of ``rounds`` runs of ``LIVE_TURNS`` turns sent live in a new chat view (each run's
-    events fed as the bridge feeds them), once the view has settled."""
+    events fed as the bridge feeds them, the widgets given back deleted after each turn, as the window's event loop
+    does between two turns: ``processEvents`` alone left a hundred turns' widgets to be deleted at the end, which
+    the allocator kept as RSS), once the view has settled."""
     from ui.chat.view.chat import ChatView
     from workspace import events as ev
 
@@ -455,13 +457,15 @@ def live_growth(app: Any, rounds: int = 1) -> list[float]:
                         app.processEvents()
                 view.presenter.feed(event)  # type: ignore[arg-type]
                 app.processEvents()
+            _deferred_deletes()
         for _ in range(20):
             app.processEvents()
         while view.turn_window.busy:  # the turns scrolled far off given back, a few a frame, as the window does
             app.processEvents()
         _settle(app)
         growths.append(_rss_mb() - base)
-        print(f"live: +{growths[-1]:.1f} MB, {len(view._widgets)} widgets", file=sys.stderr, flush=True)
+        print(f"live: +{growths[-1]:.1f} MB, {len(view._widgets)} widgets, {len(view.turn_window.live_turns())} turns as "
+              "widgets", file=sys.stderr, flush=True)
     view.close()
     view.deleteLater()
     app.processEvents()
@@ -494,10 +498,19 @@ def reopened_growth(app: Any, home: Path) -> float:
         app.processEvents()
     _settle(app)
     grown = _rss_mb() - base
+    print(f"reopened: +{grown:.1f} MB, {len(view._widgets)} widgets, {len(view.turn_window.live_turns())} turns as widgets",
+          file=sys.stderr, flush=True)
     view.close()
     view.deleteLater()
     app.processEvents()
     return grown
+
+
+def _deferred_deletes() -> None:
+    """The widgets given back deleted (``deleteLater``), which ``processEvents`` does not do."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def _settle(app: object) -> None:
@@ -505,10 +518,8 @@ def _settle(app: object) -> None:
     which ``processEvents`` alone does not do, and the collector runs; so RSS is what a window would hold."""
     import gc
 
-    from PySide6.QtCore import QCoreApplication, QEvent
-
     for _ in range(3):
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        _deferred_deletes()
         gc.collect()
         app.processEvents()  # type: ignore[attr-defined]
 
@@ -603,10 +614,10 @@ def rss_only(rounds: int) -> int:
     same number of turns reopened (all paged in, the screen at the bottom), each in a process of its own (one after
     the other in the same period, alternating which goes first); the medians printed with the load average.
 
-    The live view keeps the widgets of up to three screens above the one shown (a turn is given back once further
-    off), a reopened one makes them a screen ahead: the first hundred live turns hold that band more. The target is
-    the curve's: the next hundred live turns grow no more than ``RSS_SLACK`` x a reopened hundred (the exit status
-    is 1 when missed); a leak per live turn shows there."""
+    Both views keep as widgets the turns on screen and a screen above it (the live one gives a turn back a quarter
+    of a screen further up); each round prints, on the standard error, the widgets and turns as widgets each holds.
+    The target is the curve's: the next hundred live turns grow no more than ``RSS_SLACK`` x a reopened hundred (the
+    exit status is 1 when missed); a leak per live turn shows there."""
     grown: dict[str, list[list[float]]] = {"live": [], "reopened": []}
     for i in range(rounds):
         for kind in (("live", "reopened") if i % 2 else ("reopened", "live")):

@@ -195,8 +195,8 @@ def judge_thread_rss(data: dict[str, Any], load: float) -> list[Row]:
     return [
         at_most(b, f"RSS grown by {turns} turns live in the window / the same turns reopened", live / max(reopened, 0.1),
                 slack, shown=f"+{live:.1f} MB / +{reopened:.1f} MB ({live / max(reopened, 0.1):.2f} x)",
-                note="the live view keeps the widgets of up to three screens above the one shown, a reopened one "
-                     "makes them a screen ahead"),
+                note="both keep as widgets the screen's turns and a screen above it (live: given back a quarter "
+                     "of a screen further up)"),
         at_most(b, f"RSS grown by the next {turns} turns live / the same turns reopened", then / max(reopened, 0.1),
                 slack, shown=f"+{then:.1f} MB / +{reopened:.1f} MB ({then / max(reopened, 0.1):.2f} x)",
                 note="the bench's own target: what each live turn adds"),

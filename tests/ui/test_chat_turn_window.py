@@ -493,3 +493,50 @@ def test_a_tool_cards_result_text_is_made_when_first_opened(qapp_instance: Any) 
     finally:
         card.close()
         card.deleteLater()
+
+
+def test_turns_grown_live_keep_no_more_widgets_than_the_same_turns_reopened(
+        qapp_instance: Any, tmp_path: Path) -> None:
+    """A thread grown live holds what the same thread reopened at its end holds: the turns on screen and the
+    margin above it as widgets, the ones further up given back to the gap (their heights kept: the screen does not
+    move). The live view kept three screens of widgets above the one shown, a reopened one a screen."""
+    turns = 60
+    store, thread_id = _thread(tmp_path / "same.db", turns)
+    live, reopened = _chat(), _chat()
+    try:
+        for i in range(turns):  # the events add_long_thread stores, fed as the bridge feeds them
+            run = f"r{i}"
+            live.presenter.add_user(f"question {i}")
+            live.presenter.feed(ev.RunStarted(run_id=run, robot="assistant", seq=1, message=f"question {i}"))
+            live.presenter.feed(ev.TextDelta(run_id=run, robot="assistant", seq=2, text=f"answer {i}"))
+            live.presenter.feed(ev.Text(run_id=run, robot="assistant", seq=2, text=f"answer {i}"))
+            live.presenter.feed(ev.RunFinished(run_id=run, robot="assistant", seq=3))
+            _settle(2)
+        _made(live)
+        reopened.show_thread(LazyTranscript(store, thread_id))
+        _made(reopened)
+        reopened.scroll_to_bottom()
+        _made(reopened)
+        bar = live.verticalScrollBar()
+        assert bar.value() == bar.maximum() > 0  # the live view kept to its end, as the reopened one is
+        assert live.user_messages()[-1].text == reopened.user_messages()[-1].text == f"question {turns - 1}"
+        grown, opened = len(live.turn_window.live_turns()), len(reopened.turn_window.live_turns())
+        per_screen = max(1, opened // 2)  # (the reopened view's widgets: the screen and a screen above it)
+        assert grown <= opened + per_screen // 2 + 1, f"{grown} turns live as widgets, {opened} reopened"
+
+        # Scrolled back up half a screen at a time (a wheel's steps), the turns given back are made again above
+        # what is on screen and the ones left below are given back: what is on screen does not move.
+        for _ in range(6):
+            bar.setValue(bar.value() - live.viewport().height() // 2)
+            anchor = live.turn_window.anchor_at(bar.value())
+            assert anchor is not None
+            _made(live)
+            widget, below_top = anchor
+            assert isValid(widget) and widget.geometry().top() - bar.value() == below_top
+        *shown, last = [int(m.text.split()[1]) for m in live.user_messages()]  # (the last turn is always kept)
+        assert last == turns - 1 and shown == list(range(shown[0], shown[0] + len(shown))) and shown[-1] < turns - 2
+    finally:
+        for chat in (live, reopened):
+            chat.close()
+            chat.deleteLater()
+        store.close()

@@ -4,7 +4,8 @@ A turn that is not widgets still takes its height in the column, so the scroll b
 turn made again lands where it was. One spacer per such turn would make the column's layout as long as the
 thread: Qt's box layout walks every item on each change (a message sent, a delta, a run's end), so a
 10,000-turn thread paid 10,000 items a step. A :class:`TurnGap` stands for a run of consecutive turns instead:
-one item, as tall as its turns and the spacing between them, their heights kept in a plain list (where a turn
+one item, as tall as its turns and the spacing after each (the column's layout puts no spacing next to an empty
+item such as a spacer: the widgets above a gap have their spacing after them, the ones below none before them), their heights kept in a plain list (where a turn
 of it is, is a prefix sum: :meth:`TurnGap.span`). The column holds one gap between two stretches of widgets, so
 its length is the screen's few turns and the gaps between them, whatever the thread's length.
 """
@@ -20,7 +21,7 @@ from ui.chat.model.state import TurnState
 
 class TurnGap(QSpacerItem):
     """Consecutive turns shown as one empty spacer, as tall as they are laid out one under the other
-    (``spacing``: the column's spacing, which would have separated them)."""
+    (``spacing``: the column's spacing, which would have followed each of them)."""
 
     def __init__(self, spacing: int) -> None:
         super().__init__(0, 1, QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
@@ -170,7 +171,7 @@ class TurnGap(QSpacerItem):
         """The gap's height anew; its turns' places forgotten unless ``keep`` (the caller keeps them)."""
         if not keep:
             self._places = None
-        height = self._total + self.spacing * max(0, len(self.heights) - 1)
+        height = self._total + self.spacing * len(self.heights)
         self.changeSize(0, max(1, height), QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Fixed)
 
 

@@ -1,7 +1,7 @@
 """The chat's turns as widgets only near the screen: the cost of a thread does not grow with its length.
 
 Every turn of the presenter's state is in the column, but only the turns on screen (and a margin of a
-screen above and below) are widgets; the others are placeholders, as tall as the turn was (or as a turn is
+screen above and two below) are widgets; the others are placeholders, as tall as the turn was (or as a turn is
 on average, for one never shown), while their data stays in the presenter's state. Consecutive placeholders
 are one spacer, a :class:`~ui.chat.view.turn_gap.TurnGap`, so the column's layout holds the screen's few
 turns and the gaps between them, not an item per turn. :class:`TurnWindow` keeps it so after every scroll,
@@ -18,8 +18,9 @@ resize and change of range:
   before the others, and the screen goes to it after;
 - a thread shown comes in so too: its last turns' data as placeholders in the step that shows it, their
   widgets in the steps after it, the newest first while the screen keeps to the column's end;
-- a turn far from the screen gives its widgets back (released) unless it is still running, asks
-  something, holds the keyboard or is the last turn.
+- a turn gives its widgets back (released) once a quarter of a screen beyond that margin (:data:`BEYOND`), unless
+  it is still running, asks something, holds the keyboard or is the last turn: a thread grown live holds the
+  widgets the same thread reopened holds, the turns given back above the screen keeping their heights in the gap.
 
 Earlier turns loaded on demand ("Show earlier turns", scrolling to the top) come in as placeholders
 (:meth:`TurnWindow.deferring`): a page costs data, not widgets. Their data (a turn's stored events, read and
@@ -68,6 +69,14 @@ STEP_BUDGET = 0.008
 #: step making turns, then a slice of earlier turns (scrolling up to the top does that) held the window for
 #: two budgets and Qt's work.
 FRAME = 0.016
+#: The turns made as widgets: those reaching into the screen, this many screens above it and this many below.
+NEAR_ABOVE = 1
+NEAR_BELOW = 2
+#: A turn made gives its widgets back once it is this much of a screen beyond that band (so one at the band's
+#: edge is not made and given back again at each small scroll). What a thread grown live holds is then what the
+#: same thread reopened holds, give or take this: the band was three screens above the one shown, and a hundred
+#: turns grown live held 3.6 x the memory of the same turns reopened.
+BEYOND = 0.25
 #: The height (px) of a placeholder of a turn never shown, until turns have been measured.
 FIRST_ESTIMATE = 240
 
@@ -283,7 +292,7 @@ class TurnWindow:
             bar.setValue(bar.maximum() - from_bottom)
         value = bar.value()
         height = max(chat.viewport().height(), 200)
-        near_top, near_bottom = value - height, value + 2 * height
+        near_top, near_bottom = value - NEAR_ABOVE * height, value + NEAR_BELOW * height
         now = time.perf_counter()
         fresh = now - self._pass_began >= FRAME  # (it begins a frame: it makes one widget at least)
         started = self._budget_began(now)
@@ -319,7 +328,8 @@ class TurnWindow:
             self._lay_out()
             self._keep(anchor)
             value = bar.value()
-        far_top, far_bottom = value - 3 * height, value + 4 * height
+        beyond = int(BEYOND * height)
+        far_top, far_bottom = value - NEAR_ABOVE * height - beyond, value + NEAR_BELOW * height + beyond
         making = self._making[0] if self._making is not None else None
         released = False
         anchor = self._anchor(value)
@@ -556,7 +566,7 @@ class TurnWindow:
         widgets = chat._turn_widgets.get(turn) or []
         top = widgets[0].geometry().top()
         bottom = widgets[-1].geometry().bottom()
-        height = bottom - top + 1 + chat._layout.spacing()  # (a spacer has no spacing of its own before it)
+        height = bottom - top + 1  # (the gap adds the spacing after each of its turns)
         if height > 1:
             self._measured += 1
             self._measured_total += height
