@@ -33,6 +33,19 @@ def _turn(store: Store, events: list[ev.Event]) -> tuple[str, str]:
     return thread.id, turn.id
 
 
+def _read_measured(store: Store, thread_id: str, turn: str) -> tuple[list[ev.Event], list[ev.Event], int]:
+    """The turn's events as the chat shows them and as the trace reads them, and the peak of memory allocated
+    reading both (after a first read made what it imports and caches)."""
+    LazyTranscript(store, thread_id).view(turn)
+    tracemalloc.start()
+    try:
+        shown = LazyTranscript(store, thread_id).view(turn).events
+        trace = LazyTranscript(store, thread_id).all_events()
+        return shown, trace, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_turn_repeating_one_status_opens_with_it_once(tmp_path: Path) -> None:
     events = [_stamp(ev.RunStarted, 1, message="hi")]
     events += [_stamp(ev.RunStatus, 2 + i, state="waiting", detail="no token yet") for i in range(REPEATS)]
@@ -40,16 +53,7 @@ def test_a_turn_repeating_one_status_opens_with_it_once(tmp_path: Path) -> None:
                _stamp(ev.RunFinished, REPEATS + 4)]
     with Store(tmp_path / "db.sqlite") as store:
         thread_id, _ = _turn(store, events)
-        lazy = LazyTranscript(store, thread_id)
-        turn = store.path(thread_id)[-1]
-        lazy.view(store.path(thread_id)[-1])  # imports and caches what a first read makes, before measuring
-        tracemalloc.start()
-        try:
-            shown = LazyTranscript(store, thread_id).view(turn).events
-            trace = LazyTranscript(store, thread_id).all_events()
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        shown, trace, peak = _read_measured(store, thread_id, store.path(thread_id)[-1])
     assert [e.kind for e in shown] == ["run_started", "run_status", "run_status", "text", "run_finished"]
     waiting = shown[1]
     assert isinstance(waiting, ev.RunStatus) and waiting.state == "waiting" and waiting.seq == REPEATS + 1  # the last
@@ -114,15 +118,7 @@ def test_a_turn_of_very_many_different_events_opens_with_a_bounded_part_of_them(
     events.append(_stamp(ev.RunFinished, len(events) + 1))
     with Store(tmp_path / "db.sqlite") as store:
         thread_id, _ = _turn(store, events)
-        turn = store.path(thread_id)[-1]
-        LazyTranscript(store, thread_id).view(turn)  # imports and caches what a first read makes, before measuring
-        tracemalloc.start()
-        try:
-            shown = LazyTranscript(store, thread_id).view(turn).events
-            trace = LazyTranscript(store, thread_id).all_events()
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        shown, trace, peak = _read_measured(store, thread_id, store.path(thread_id)[-1])
         presenter = ChatPresenter()
         presenter.load_thread(LazyTranscript(store, thread_id))
     assert len(shown) <= SHOWN + 1 and len(trace) <= SHOWN + 1, (len(shown), len(trace))

@@ -114,6 +114,14 @@ class _Shown:
             self._join()
             self.head.append(event)
 
+    def add(self, event: ev.Event, *, fold: bool) -> None:
+        """``event`` kept after the others: in place of the last one when it repeats it (with ``fold``)."""
+        last = self.last()
+        if fold and last is not None and is_repeat(last, event):
+            self.set_last(event)
+        else:
+            self.append(event)
+
     def joins(self, event: ev.Event) -> bool:
         """Whether ``event`` is a delta going on from the last one kept (of its kind, run, robot and task): its
         text joined to that one's (only when joining)."""
@@ -151,12 +159,7 @@ class _Shown:
             return self.head
         rest = _Shown(None, join=True)
         for data in self.rows:
-            event = event_from_row(data, resolver)
-            last = rest.last()
-            if fold and last is not None and is_repeat(last, event):
-                rest.set_last(event)
-            else:
-                rest.append(event)
+            rest.add(event_from_row(data, resolver), fold=fold)
         tail = rest.events(resolver, fold=fold)
         if self.first_dropped is None:
             return [*self.head, *tail]
@@ -467,12 +470,7 @@ class EventLog(Database):
                         last_key[turn_id] = key
                         if turn_id in unread:
                             events.set_last(event_from_row(unread.pop(turn_id), resolver))
-                    event = event_from_row(data, resolver)
-                    last = events.last()
-                    if fold and last is not None and is_repeat(last, event):
-                        events.set_last(event)
-                    else:
-                        events.append(event)
+                    events.add(event_from_row(data, resolver), fold=fold)
                 if len(rows) < EVENT_ROWS_READ:
                     break
                 after = rows[-1]["id"]
