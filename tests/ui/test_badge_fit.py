@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QPoint, QRect
-from PySide6.QtGui import QColor, QImage
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QApplication, QLabel
 
 from ui import theme
@@ -98,6 +98,55 @@ def test_a_lanes_badge_with_no_room_draws_no_empty_pill(themed: QApplication) ->
     try:
         recolor_chips(card, "file-helper", "#d9480f")  # a delegation lane's colour: a style sheet of its own
         assert _empty_pills(card, chip) == []
+    finally:
+        card.close()
+        card.deleteLater()
+
+
+def _ink(image: QImage, rect: QRect, background: QColor) -> int:
+    """How many columns of ``rect`` in ``image`` have ink on ``background`` (a pixel of a text's colour)."""
+    def inked(x: int) -> bool:
+        for y in range(rect.top(), rect.bottom() + 1):
+            pixel = QColor(image.pixel(x, y))
+            if max(abs(pixel.red() - background.red()), abs(pixel.green() - background.green()),
+                   abs(pixel.blue() - background.blue())) > 60:
+                return True
+        return False
+    return sum(inked(x) for x in range(rect.left(), rect.right() + 1))
+
+
+def _drawn_alone(chip: QLabel, text: str, background: QColor) -> int:
+    """The ink columns of ``text`` drawn in the badge's font and colour with room to spare."""
+    width = chip.fontMetrics().horizontalAdvance(text) + 20
+    image = QImage(width, chip.height(), QImage.Format.Format_RGB32)
+    image.fill(background)
+    painter = QPainter(image)
+    painter.setFont(chip.font())
+    painter.setPen(chip.palette().color(chip.foregroundRole()))
+    painter.drawText(QRect(10, 0, width - 20, chip.height()), int(Qt.AlignmentFlag.AlignVCenter), text)
+    painter.end()
+    return _ink(image, image.rect(), background)
+
+
+def test_an_elided_badge_shows_its_ellipsis_whole(themed: QApplication) -> None:
+    """"file-hel…" lost the last dot of its "…": it was elided to the badge's contents width, but QLabel draws a text
+    in a style sheet's pill half an "x" in. Each width from whole to "…": the text drawn whole (as much ink as the same
+    text drawn with room to spare)."""
+    card, chip = _card()
+    try:
+        cut, elided = [], set()
+        for width in range(150, 330, 2):
+            image = _at(card, width)
+            shown = QLabel.text(chip)
+            if not shown or shown == chip.text():
+                continue
+            elided.add(shown)
+            rect = _in_card(card, chip)
+            background = QColor(image.pixel(rect.left() + 2, rect.center().y()))  # the pill's, in its padding
+            if _ink(image, rect, background) < _drawn_alone(chip, shown, background) - 1:
+                cut.append((width, shown))
+        assert {"file-hel…", "fil…", "…"} <= elided
+        assert cut == []
     finally:
         card.close()
         card.deleteLater()

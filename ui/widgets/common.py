@@ -738,7 +738,9 @@ class ElidedLabel(ElidesOnResize, QLabel):
     def _elide(self) -> None:
         if self._repolishing:
             return
-        width = self.contentsRect().width() - 2 * self.margin()
+        # The width it draws the text in: its contents less its margin and the indent QLabel draws a text at (half
+        # an "x" in a style sheet's pill: elided to the contents' width, "file-hel…" lost its last dot).
+        width = self.contentsRect().width() - 2 * self.margin() - self._indents()[1]
         shown = elide_text(self.fontMetrics(), self._full, width, whole=self._whole)
         if shown != QLabel.text(self):
             super().setText(shown)
