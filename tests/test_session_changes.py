@@ -11,6 +11,7 @@ from workspace import events as ev
 from workspace.changes import split_user_message
 from workspace.providers.testing import ScriptedProvider, ToolCall
 from workspace.session import Workspace
+from workspace.session.thread import superseded_note
 
 
 async def test_review_outcome_reaches_the_next_model_turn(tmp_path: Path) -> None:
@@ -268,6 +269,53 @@ async def test_asking_again_answers_from_the_folder_not_from_the_replaced_answer
             assert errors == []
             assert [fc.after for fc in session.changes.pending_files] == [b"one\nTWO\nthree\n"]
         assert (folder / "a.txt").read_text(encoding="utf-8") == "one\ntwo\nthree\n"  # nothing written
+    finally:
+        await ws.aclose()
+
+
+async def test_asking_again_discards_only_the_replaced_answers_proposals_from_a_mixed_set(tmp_path: Path) -> None:
+    """One change set waiting for review holds an earlier turn's proposals (a.txt, c.txt) and the replaced answer's
+    (b.txt, c.txt again): ↻ discards the replaced answer's (b.txt, without telling the model: the new branch never
+    made it; c.txt whole, one change composed of both, and the model is told: its branch had proposed it) and keeps
+    a.txt waiting for review. Before, the whole set was kept, the replaced answer's proposals in it."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+
+    def edit(name: str, search: str, replace: str) -> ToolCall:
+        return ToolCall("edit_file", {"path": f"{name}.txt", "search": search, "replace": replace})
+
+    provider = ScriptedProvider([[edit("a", "two", "TWO"), edit("c", "one", "ONE")], "Proposed.",
+                                 [edit("b", "two", "TWO"), edit("c", "three", "THREE")], "Proposed more.",
+                                 [edit("b", "two", "2")], "Proposed again."])
+    ws = Workspace(folder=folder, db_path=tmp_path / "db.sqlite", provider=provider)
+    try:
+        session = ws.new_thread("file-helper")
+        await session.send("capitalise a and c").wait()
+        await session.send("and b and c").wait()
+        second = session.thread.current_turn_id
+        assert second is not None and session.changes is not None
+        assert session.changes.pending_paths() == {"a.txt": "modified", "c.txt": "modified", "b.txt": "modified"}
+        await session.regenerate(second).wait()
+        assert sorted(session.superseded) == ["b.txt", "c.txt"]
+        assert session.superseded_kept == ["a.txt"] and session.superseded_mixed == ["c.txt"]
+        # The new answer edited b.txt as the folder has it (not through the replaced proposal: no "not found").
+        turn = session.thread.current_turn_id
+        assert turn is not None
+        assert [e for e in ws.store.turn_events(turn) if isinstance(e, ev.ToolError)] == []
+        pending = {fc.path: fc.after for fc in session.changes.pending_files}
+        assert pending == {"a.txt": b"one\nTWO\nthree\n", "b.txt": b"one\n2\nthree\n"}
+        # The model heard of c.txt (its branch's proposal, gone), not of b.txt (never its own).
+        asked = [m for m in provider.history[-1].messages if m.role == "user"][-1]
+        note, _typed = split_user_message(str(asked.content))
+        assert note is not None and "c.txt" in note and "b.txt" not in note
+        assert all((folder / f"{n}.txt").read_text(encoding="utf-8") == "one\ntwo\nthree\n" for n in "abc")
+        assert superseded_note("file-helper", session.superseded, kept=session.superseded_kept,
+                               mixed=session.superseded_mixed) == (
+            "file-helper's proposed changes to b.txt, c.txt were discarded: it answers again from the folder as it "
+            "is. c.txt also had an earlier answer's changes, discarded with them. An earlier answer's changes to "
+            "a.txt still wait for review.")
     finally:
         await ws.aclose()
 

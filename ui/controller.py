@@ -360,7 +360,8 @@ class Controller(ThreadList):
         if session.superseded:
             from workspace.session.thread import superseded_note
 
-            self.notice.emit(superseded_note(session.thread.robot, session.superseded))
+            self.notice.emit(superseded_note(session.thread.robot, session.superseded, kept=session.superseded_kept,
+                                             mixed=session.superseded_mixed))
         self._start(run)
         return True
 

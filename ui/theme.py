@@ -107,6 +107,8 @@ def style_sheet(name: str) -> str:
 PILL_TONES = {"ok": ("success", "card_header"), "error": ("error", "error_bg"), "approval": ("warning", "warning_bg"),
               "busy": ("accent", "card_header")}
 _CHIP = "border-radius: 8px; padding: 1px 8px; font-size: 11px; font-weight: 600;"
+#: The rule for a robot badge or status pill that shows nothing (its ``empty`` property): no background.
+EMPTY_PILL = 'QLabel#RobotChip[empty="true"], QLabel#Pill[empty="true"] { background-color: transparent; }'
 
 
 def chip_colors(color: str, c: Colors) -> tuple[str, str]:
@@ -126,7 +128,7 @@ def chat_rules(c: Colors) -> str:
     (``#RobotChip[badge=i]``) in the robot's colour, the status pills of tool cards (``#Pill[tone=...]``), a
     tool's server in muted text (``#ToolTitle[muted="true"]``), the model's thinking (``#ThinkingText``), how a
     run ended under its answer (``#Muted[tone=...]``), a notice line's text by its level
-    (``#NoticeText[level=...]``)."""
+    (``#NoticeText[level=...]``), no background for a badge or pill narrowed to nothing (``[empty="true"]``)."""
     rules = ['QTextBrowser[autoHeight="true"], QTextBrowser[autoHeight="true"]:focus '
              "{ background: transparent; border: none; padding: 0px; }",
              f'#ToolTitle[muted="true"] {{ color: {c.muted}; }}',
@@ -142,6 +144,9 @@ def chat_rules(c: Colors) -> str:
     for tone, (fg_name, bg_name) in PILL_TONES.items():
         rules.append(f'QLabel#Pill[tone="{tone}"] {{ color: {getattr(c, fg_name)}; '
                      f"background-color: {getattr(c, bg_name)}; {_CHIP} }}")
+    # A badge narrowed to nothing (``ElidedLabel(pill=True)``): no empty pill; its padding stays (after the rules
+    # above, as specific: it wins).
+    rules.append(EMPTY_PILL)
     return "\n/* The chat's widgets (ui.theme.chat_rules) */\n" + "\n".join(rules) + "\n"
 
 

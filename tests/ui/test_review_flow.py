@@ -479,3 +479,32 @@ async def test_asking_again_discards_the_replaced_answers_proposal_and_says_so(a
     assert [e for e in session.store.turn_events(turn) if type(e).__name__ == "ToolError"] == []
     assert [fc.after for fc in session.changes.pending_files] == [NOTES.replace(b"beta", b"BETA")]
     assert "notes.txt" in app.window.toast.label.text() and "discarded" in app.window.toast.label.text()
+
+
+async def test_asking_again_keeps_an_earlier_answers_proposal_in_the_same_set_and_says_so(app: Any,
+                                                                                          provider: Any) -> None:
+    """One change set waiting for review holds an earlier answer's proposal (notes.txt) and the replaced answer's
+    (app.py): ↻ discards only app.py's, the new answer edits app.py as the folder has it, notes.txt still waits for
+    review, and the toast says both. Before, the whole set was kept, the replaced answer's app.py in it."""
+    docstring = "    \"\"\"Area of a rectangle.\"\"\"\n    return w * h\n"
+    provider.enqueue([ToolCall("edit_file", {"path": "notes.txt", "search": "beta", "replace": "BETA"})], "Proposed.",
+                     [ToolCall("edit_file", {"path": "app.py", "search": "    return w * h\n",
+                                             "replace": docstring})], "Documented.",
+                     [ToolCall("edit_file", {"path": "app.py", "search": "    return w * h\n",
+                                             "replace": "    return h * w\n"})], "Swapped.")
+    app.window.runs.send("capitalise beta")
+    await _idle(app)
+    app.window.runs.send("and document area")
+    await _idle(app)
+    session = app.controller.session
+    assert sorted(session.changes.pending_paths()) == ["app.py", "notes.txt"]
+    app.window.runs.regenerate_last()
+    await _idle(app)
+    turn = session.thread.current_turn_id
+    assert [e for e in session.store.turn_events(turn) if type(e).__name__ == "ToolError"] == []
+    pending = {fc.path: fc.after for fc in session.changes.pending_files}
+    assert pending == {"notes.txt": NOTES.replace(b"beta", b"BETA"),
+                       "app.py": CODE.replace("return w * h", "return h * w").encode()}
+    toast = app.window.toast.label.text()
+    assert "proposed changes to app.py were discarded" in toast
+    assert "changes to notes.txt still wait for review" in toast

@@ -50,7 +50,7 @@ from PySide6.QtWidgets import (
 )
 
 from ui import markdown, theme
-from ui.widgets.eliding import ElidesOnResize, elide_text, text_overhead
+from ui.widgets.eliding import ElidesOnResize, elide_text
 
 
 @contextlib.contextmanager
@@ -595,7 +595,7 @@ def _badge(label: QLabel, robot: str) -> None:
 def elided_robot_chip(robot: str, parent: QWidget, *, min_chars: int = 0) -> QLabel:
     """The robot badge of a card that may narrow: a long robot name ends in "…" and, in a narrow column (a
     comparison's), the badge gives way entirely (the run's header above names the robot; the tooltip has it)."""
-    chip = ElidedLabel(robot, parent, min_chars=min_chars)
+    chip = ElidedLabel(robot, parent, min_chars=min_chars, pill=True)
     _badge(chip, robot)
     chip.setToolTip(f"Robot {robot}")
     return chip
@@ -608,7 +608,7 @@ def pill(text: str, fg: str, bg: str, parent: QWidget | None = None, *, min_char
     colours are that tone's rule of the application's style sheet (``fg`` and ``bg`` unused): no style sheet
     of its own to parse and polish it with."""
     label = QLabel(text, parent) if min_chars is None else ElidedLabel(text, parent, min_chars=min_chars,
-                                                                         tooltip=True)
+                                                                         tooltip=True, pill=True)
     label.setObjectName("Pill")
     if tone is not None:
         label.setProperty("tone", tone)
@@ -661,16 +661,22 @@ class ElidedLabel(ElidesOnResize, QLabel):
     (minimum size hint; 0: it may shrink to nothing), so a long text never widens its layout
     (nor, through it, the window). With ``whole=True`` it shows all its text or nothing (a short
     caption: "Robot", "78 tokens"). With ``tooltip=True`` an elided label shows the full text as
-    its tooltip.
+    its tooltip. With ``pill=True`` it is a badge drawn on a background of the style sheet's (a robot
+    badge, a status pill): while it shows nothing its ``empty`` property is true, and the theme's rules
+    (:func:`ui.theme.chat_rules`) draw no background for it, so no empty pill stays where a narrow
+    column gave the text no room. Only the background goes: its padding, so its size hints, are the
+    same with or without text, and the width it is given never depends on what it shows.
     """
 
     def __init__(self, text: str = "", parent: QWidget | None = None, *, min_chars: int = 0,
-                 tooltip: bool = False, whole: bool = False) -> None:
+                 tooltip: bool = False, whole: bool = False, pill: bool = False) -> None:
         super().__init__(parent)
         self._full = text
         self._min_chars = 0 if whole else min_chars
         self._whole = whole
         self._auto_tooltip = tooltip
+        self._pill = pill
+        self._repolishing = False
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         self._elide()
@@ -691,8 +697,27 @@ class ElidedLabel(ElidesOnResize, QLabel):
         return QLabel.text(self) != self._full
 
     def _overhead(self) -> int:
-        """Width around the text: frame, margins, style sheet padding."""
-        return text_overhead(super().sizeHint().width(), self.fontMetrics(), QLabel.text(self))
+        """Width around the text: frame, margins, style sheet padding and border, the indent QLabel gives a text in
+        a frame (a style sheet's padding or border is one), and a pixel for the rounding of its text's width. The
+        same whatever it shows: were it measured on the text shown (a size hint less that text's width, which is
+        a pixel more with a text than without), the width a layout gives it would depend on what it shows, which
+        depends on that width."""
+        margins = self.contentsMargins()
+        return margins.left() + margins.right() + 2 * self.margin() + self._indents()[0] + 1
+
+    def _indents(self) -> tuple[int, int]:
+        """The indent QLabel adds to a text: in its size hint, and where it draws it (the room it leaves the text,
+        short of its contents rectangle). With no indent set, a label in a frame (a style sheet's padding or border
+        makes one) is given the width of an "x" in its hint and draws its text half an "x" in (QLabel's rule)."""
+        indent, margin = self.indent(), self.margin()
+        if indent < 0 and self.frameWidth() > 0:
+            x = self.fontMetrics().horizontalAdvance("x")
+            hint, drawn = x - 2 * margin, x // 2 - margin
+        else:
+            hint = drawn = indent
+        if not self.alignment() & (Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignRight):
+            return 0, 0
+        return max(0, hint), max(0, drawn)
 
     def sizeHint(self) -> QSize:
         hint = super().sizeHint()
@@ -711,9 +736,24 @@ class ElidedLabel(ElidesOnResize, QLabel):
                      hint.height())
 
     def _elide(self) -> None:
-        width = self.contentsRect().width() - 2 * self.margin()
+        if self._repolishing:
+            return
+        # The width it draws the text in: its contents less its margin and the indent QLabel draws a text at (half
+        # an "x" in a style sheet's pill: elided to the contents' width, "file-hel…" lost its last dot).
+        width = self.contentsRect().width() - 2 * self.margin() - self._indents()[1]
         shown = elide_text(self.fontMetrics(), self._full, width, whole=self._whole)
         if shown != QLabel.text(self):
             super().setText(shown)
+        if self._pill and (empty := not shown and bool(self._full)) != bool(self.property("empty")):
+            # Its rules again for the property; unpolished, it has neither the rules' font nor their padding (what it
+            # would show then is not what it shows): no eliding until it has them back, which are those it elided in.
+            self.setProperty("empty", empty)
+            self._repolishing = True
+            try:
+                style = self.style()
+                style.unpolish(self)
+                style.polish(self)
+            finally:
+                self._repolishing = False
         if self._auto_tooltip:
             self.setToolTip(self._full if shown != self._full else "")

@@ -6,10 +6,23 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QWidget,
+)
 
 from ui import theme
 from ui.widgets.common import ElidedLabel
+
+#: The fewest characters' width a line of the banner's whole text has beside its buttons; with less, the buttons go
+#: under the text (a text shorter than that stays beside them when it fits whole).
+TEXT_ROOM = 40
 
 
 class Banner(QFrame):
@@ -20,37 +33,51 @@ class Banner(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("Banner")
-        layout = QHBoxLayout(self)
+        # A grid: the icon, the text, the buttons ("More"/"Less" and the action) and the close button on a row; the
+        # buttons move under the text when the whole text shows and the row leaves it too little room
+        # (:meth:`_place_buttons`).
+        layout = QGridLayout(self)
         layout.setContentsMargins(12, 8, 8, 8)
-        layout.setSpacing(10)
+        layout.setHorizontalSpacing(10)
+        layout.setVerticalSpacing(6)
+        self._grid = layout
         self.icon = QLabel(self)
-        layout.addWidget(self.icon, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(self.icon, 0, 0, Qt.AlignmentFlag.AlignTop)
         self.label = QLabel("", self)
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        layout.addWidget(self.label, 1)
+        layout.addWidget(self.label, 0, 1)
         #: The text on one line ending in "…" (whole in its tooltip), in place of :attr:`label` while compact.
         self.line = ElidedLabel("", self, tooltip=True)
         self.line.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.line.setVisible(False)
-        layout.addWidget(self.line, 1, Qt.AlignmentFlag.AlignVCenter)
+        layout.addWidget(self.line, 0, 1, Qt.AlignmentFlag.AlignVCenter)
+        layout.setColumnStretch(1, 1)
+        #: "More"/"Less" and the action's button, beside the text or under it.
+        self.buttons = QWidget(self)
+        row = QHBoxLayout(self.buttons)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(10)
         #: "More" / "Less": the whole text, or one line again, while compact.
-        self.more = QPushButton("More", self)
+        self.more = QPushButton("More", self.buttons)
         self.more.setCursor(Qt.CursorShape.PointingHandCursor)
         self.more.setToolTip("Show the whole message")
         self.more.clicked.connect(self._toggle_more)
         self.more.setVisible(False)
-        layout.addWidget(self.more, 0, Qt.AlignmentFlag.AlignTop)
+        row.addWidget(self.more)
         #: One line at most unless "More" was pressed (a window too low for a message of several lines above the
         #: conversation: :meth:`set_compact`).
         self.compact = False
         self._expanded = False
-        self.action_button = QPushButton("", self)
+        self.action_button = QPushButton("", self.buttons)
         self.action_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.action_button.clicked.connect(self._run_action)
         self.action_button.setVisible(False)
         self._action: Callable[[], object] | None = None
-        layout.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
+        row.addWidget(self.action_button)
+        #: Whether the buttons are under the text (else beside it).
+        self.buttons_under = False
+        layout.addWidget(self.buttons, 0, 2, Qt.AlignmentFlag.AlignTop)
         close = QToolButton(self)
         close.setObjectName("GhostButton")
         self._close = close
@@ -58,7 +85,7 @@ class Banner(QFrame):
         close.setToolTip("Dismiss")
         close.setAccessibleName("Dismiss the message")
         close.clicked.connect(self.dismiss)
-        layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(close, 0, 3, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)
 
     def show_message(self, text: str, *, kind: str = "error", action: tuple[str, Callable[[], object]] | None = None,
@@ -100,9 +127,40 @@ class Banner(QFrame):
         self.more.setText("Less" if self._expanded else "More")
         self.more.setToolTip("Show the message on one line" if self._expanded else "Show the whole message")
         self.more.setVisible(self.compact and (self._expanded or self.line.elided))
+        self.buttons.setVisible(not self.more.isHidden() or not self.action_button.isHidden())
+        self._place_buttons()
+
+    def _place_buttons(self) -> None:
+        """The buttons beside the text, or under it when the whole text shows and beside them it would have less
+        than :data:`TEXT_ROOM` characters' width on a line (at 1024×640 "More" left the trust message a column
+        ~100 px wide, 13 short lines, beside "Less" and "Review and trust…"). Only the banner's width decides:
+        moving the buttons changes its height, never the width the choice was made at."""
+        under = False
+        if self.label.isVisibleTo(self) and self.buttons.isVisibleTo(self):
+            grid = self._grid
+            margins = grid.contentsMargins()
+            spacing = grid.horizontalSpacing()
+            beside = (self.width() - margins.left() - margins.right() - self.icon.sizeHint().width()
+                      - self.buttons.sizeHint().width() - self._close.sizeHint().width() - 3 * spacing)
+            fm = self.label.fontMetrics()
+            needed = min(fm.horizontalAdvance(self.label.text()), TEXT_ROOM * fm.averageCharWidth())
+            under = beside < needed
+        if under == self.buttons_under:
+            return
+        self.buttons_under = under
+        grid = self._grid
+        grid.removeWidget(self.label)
+        grid.removeWidget(self.buttons)
+        if under:
+            grid.addWidget(self.label, 0, 1, 1, 2)
+            grid.addWidget(self.buttons, 1, 1, 1, 2, Qt.AlignmentFlag.AlignRight)
+        else:
+            grid.addWidget(self.label, 0, 1)
+            grid.addWidget(self.buttons, 0, 2, Qt.AlignmentFlag.AlignTop)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
+        self._place_buttons()
         if self.compact:
             QTimer.singleShot(0, self, self._fit_lines)  # (the line elided at its new width first)
 

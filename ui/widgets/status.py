@@ -74,7 +74,7 @@ def style_chip(label: QLabel, color: str) -> None:
     fg, bg = theme.chip_colors(color, theme.colors())
     label.setStyleSheet(
         f"QLabel#RobotChip {{ color: {fg}; background-color: {bg}; border-radius: 8px; padding: 1px 8px;"
-        " font-size: 11px; font-weight: 600; }"
+        " font-size: 11px; font-weight: 600; }" + theme.EMPTY_PILL  # (a card's badge narrowed to nothing)
     )
 
 

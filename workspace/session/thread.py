@@ -24,15 +24,27 @@ if TYPE_CHECKING:
 
     from workspace.agent import EventRun
     from workspace.attachments import Attachment
+    from workspace.changes import FileChange
     from workspace.delegation import DelegationFuture
     from workspace.network import Network
     from workspace.robot import Robot
 
 
-def superseded_note(who: str, files: list[str]) -> str:
-    """What a person is told when ↻ or edit & resend discarded ``who``'s proposal to ``files``."""
-    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-    return f"{who}'s proposed changes to {shown} were discarded: it answers again from the folder as it is."
+def _names(files: list[str]) -> str:
+    return ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+
+
+def superseded_note(who: str, files: list[str], *, kept: list[str] | None = None,
+                    mixed: list[str] | None = None) -> str:
+    """What a person is told when ↻ or edit & resend discarded ``who``'s proposal to ``files``; ``kept``: the files
+    of an earlier answer's proposal in the same set, still waiting for review; ``mixed``: those of ``files`` an
+    earlier answer had changed too (discarded with the replaced answer's changes)."""
+    note = f"{who}'s proposed changes to {_names(files)} were discarded: it answers again from the folder as it is."
+    if mixed:
+        note += f" {_names(mixed)} also had an earlier answer's changes, discarded with them."
+    if kept:
+        note += f" An earlier answer's changes to {_names(kept)} still wait for review."
+    return note
 
 
 class ThreadSession(ThreadHistory, ThreadChanges):
@@ -86,20 +98,59 @@ class ThreadSession(ThreadHistory, ThreadChanges):
         off that branch made is discarded (its files in :attr:`superseded`; the model is not told: the new branch
         never made it). The new answer starts from the folder as it is: reading through the replaced branch's
         pending edits, an ``edit_file`` whose search text that proposal had replaced failed with "search text not
-        found". A proposal of a turn the new branch follows stays (the set's first proposing run decides)."""
+        found". A proposal of a turn the new branch follows stays.
+
+        A change set begun by a turn the new branch follows may hold the replaced answer's proposals too (a set
+        lives until it is decided): then only its files that the replaced turns proposed are discarded, the rest
+        stay (:attr:`superseded_kept`). A file both proposed (one change composed of both) is discarded whole,
+        and the model is told, as of a rejection: the branch it follows had proposed it
+        (:attr:`superseded_mixed`)."""
+        self.superseded_kept, self.superseded_mixed = [], []
         changes = self.changes
         if changes is None or not changes.pending_files:
             return
         origin = self.store.turn_of_run(self.thread_id, changes.run_id) if changes.run_id else None
-        if origin is not None and parent_turn_id is not None and origin in self.store.path_ids(self.thread_id,
-                                                                                                parent_turn_id):
+        path = self.store.path_ids(self.thread_id, parent_turn_id) if parent_turn_id is not None else []
+        reason = "superseded: the message was asked again"
+        if origin is None or origin not in path:
+            self._discard_superseded(changes.pending_files, reason, tell=False)
             return
-        files = [fc.display_path for fc in changes.pending_files]
-        result = changes.discard(reason="superseded: the message was asked again", tell=False)
+        # The set began on the branch followed: which of its files did the turns since propose, and which the
+        # replaced ones (the current branch's turns after the fork)?
+        current = self.store.path_ids(self.thread_id, self.thread.current_turn_id)
+        kept_path = set(path)
+        replaced = [t for t in current if t not in kept_path]
+        followed = path[path.index(origin):]
+        proposed = self.store.events_of(followed + replaced, [ev.ChangeProposed])
+
+        def files_of(turns: list[str]) -> set[str]:
+            return {str(entry.get("id")) for turn in turns for e in proposed.get(turn, [])
+                    if isinstance(e, ev.ChangeProposed) and e.change_set_id == changes.id for entry in e.files}
+
+        earlier, theirs = files_of(followed), files_of(replaced)
+        pending = changes.pending_files
+        gone = [fc for fc in pending if fc.id not in earlier]
+        mixed = [fc for fc in pending if fc.id in earlier and fc.id in theirs]
+        self.superseded_kept = [fc.display_path for fc in pending if fc.id in earlier and fc.id not in theirs]
+        self._discard_superseded(gone, reason, tell=False)
+        self._discard_superseded(mixed, reason, tell=True)
+        self.superseded_mixed = [fc.display_path for fc in mixed]
+
+    def _discard_superseded(self, files: list[FileChange], reason: str, *, tell: bool) -> None:
+        """Reject and settle these pending files of the change set (nothing written), their names added to
+        :attr:`superseded`. ``tell``: the model hears of it in front of the new message."""
+        changes = self.changes
+        if changes is None or not files:
+            return
+        names = [fc.display_path for fc in files]
+        ids = [fc.id for fc in files]
+        for file_id in ids:
+            changes.reject_file(file_id, reason=reason)
+        result = changes.apply(files=ids, _tell=tell)
         if result.error:
             raise RuntimeError(f"the proposal waiting for review could not be discarded ({result.error}); "
                                "decide it in the Changes dock first")
-        self.superseded = files
+        self.superseded = [*self.superseded, *names]
 
     def attachments(self, turn_id: str) -> list[Attachment]:
         """The files, images and resources sent with turn ``turn_id``'s message, with their content."""
@@ -154,7 +205,7 @@ class ThreadSession(ThreadHistory, ThreadChanges):
                 if self.workspace.provider is not None:
                     peer_options["provider"] = self.workspace.provider
                 bus_peers(robot, folder=self.workspace.folder, **peer_options)
-        self.superseded = []
+        self.superseded, self.superseded_kept, self.superseded_mixed = [], [], []
         if fork:  # checked and loaded: only now is the replaced answer's proposal given up
             self._supersede_pending(parent_turn_id)
         if self.changes is not None:

@@ -119,6 +119,11 @@ class ThreadState:
         self.changes: ChangeSet | None = None
         #: The files of the proposal the last ↻ or edit & resend discarded (the new branch starts from the folder).
         self.superseded: list[str] = []
+        #: Of a change set that mixed an earlier turn's proposals with the replaced answer's: the files it keeps for
+        #: review (only earlier turns proposed them), and those of :attr:`superseded` an earlier turn had proposed to
+        #: as well (one composed change per file: discarded whole, and the model told).
+        self.superseded_kept: list[str] = []
+        self.superseded_mixed: list[str] = []
         #: How a network thread gets a fresh network for each run (default: the workspace's
         #: ``load_network`` of the thread's network name). The command line sets it for a network
         #: given as a file, with its --model and --api-base.
