@@ -249,3 +249,22 @@ def test_a_longer_call_reads_only_the_new_messages_of_a_long_conversation() -> N
     assert second == to_openai_messages("sys", longer)
     assert all(a is b for a, b in zip(first[:-1], second, strict=False))
     assert first == to_openai_messages("sys", messages)  # the list returned before is the caller's, unchanged
+
+
+def test_the_request_recorded_and_the_one_sent_are_one_build_found_without_a_walk_of_the_conversation() -> None:
+    # A model call builds its body once: for the record (the inspector's), then for the send, of the same list of
+    # messages. The second finds the first by that list, its length and its ends: not a copy of 4,000 messages
+    # kept with the body and a walk of them all at every call.
+    provider = OpenAICompatibleProvider("openai/bench", api_base="http://127.0.0.1:9/v1")
+    messages = _Reads([m for i in range(2_000) for m in turn(i)])
+    _Reads.reads = 0
+    recorded = provider.prepared_request(system="sys", messages=messages, tools=[], settings={})
+    first = _Reads.reads
+    _Reads.reads = 0
+    assert provider.prepared_request(system="sys", messages=messages, tools=[], settings={}) is recorded
+    assert _Reads.reads < 10, _Reads.reads
+    assert first < 4_000 + 50, first  # the conversion's one read of each message, and no copy of them
+    # Another list (a later call's, one turn longer) is built again.
+    longer = _Reads([*messages, *turn(2_000)])
+    again = provider.prepared_request(system="sys", messages=longer, tools=[], settings={})
+    assert again is not recorded and len(again["messages"]) == len(recorded["messages"]) + 2

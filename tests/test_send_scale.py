@@ -216,3 +216,65 @@ def test_counts_and_image_checks_of_a_grown_conversation_equal_a_fresh_count() -
     with_image = [*conversation, TextMessage(role="user", content=[{"type": "image_url", "image_url": {"url": "data:x"}}])]
     assert has_images(with_image)
     assert not has_images(conversation)  # the shorter conversation again: no image in it
+
+
+class _Reads(list[Any]):
+    """A conversation that counts the messages read from it (by index, by slice or by walking it: a copy)."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        got = super().__getitem__(index)
+        _Reads.reads += len(got) if isinstance(index, slice) else 1
+        return got
+
+    def __iter__(self) -> Any:
+        for message in super().__iter__():
+            _Reads.reads += 1
+            yield message
+
+
+async def _ended(session: Any, run: Any) -> None:
+    """The run done and its turn read into the kept conversation (in a worker thread)."""
+    await run.wait()
+    while not run.done:
+        await asyncio.sleep(0.005)
+    extending = session._extending
+    if extending is not None:
+        await asyncio.wrap_future(extending)
+
+
+async def test_a_send_hands_its_run_the_kept_conversation_not_a_copy_of_it(tmp_path: Path) -> None:
+    # A send at 4,000 messages: the run's history is the conversation the thread keeps, not a copy made on the
+    # window's thread at every send (20,000 messages at turn 10,000), and the messages of the conversation read
+    # on the way to the model (the context's view, the token count, the record of the request) are the new ones
+    # and a binary search's few. The turn then takes the place of the run's messages in the same list.
+    thread_id = build_thread(tmp_path / "reads.db", 2_000)
+    provider = ScriptedProvider(default="Fine.")
+    workspace = Workspace(db_path=tmp_path / "reads.db", provider=provider)
+    try:
+        session = workspace.open_thread(thread_id)
+        await session.load_conversation()
+        await _ended(session, session.send("warm up"))  # builds the robot, its context manager's kept lists
+        kept = session._conversation
+        assert kept is not None and len(kept.messages) == 4_002
+        counted = _Reads(kept.messages)
+        kept.messages = counted
+        _Reads.reads = 0
+        run = session.send("the message")
+        await _ended(session, run)
+        assert _Reads.reads < 100, _Reads.reads  # 4,000 and more when the send copied the conversation
+        sent = provider.history[-1].messages
+        assert [m.to_dict() for m in sent] == [m.to_dict() for m in counted[:4_002]] + [
+            TextMessage(role="user", content="the message").to_dict()]
+        # The turn as the store keeps it in the run's messages' place, in the same list.
+        assert session._conversation is not None and session._conversation.messages is counted
+        stored = workspace.store.history_messages(thread_id, run.turn_id)
+        assert [m.to_dict() for m in counted] == [m.to_dict() for m in stored]
+        # A history changed in place by whoever holds it (the robot's, cleared) is not the conversation sent:
+        # the next send reads the thread again.
+        session.robot.history.clear()
+        await _ended(session, session.send("after a clear"))
+        assert len(provider.history[-1].messages) == 4_005
+    finally:
+        await workspace.aclose()

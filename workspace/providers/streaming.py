@@ -145,6 +145,12 @@ async def _until_output(iterator: Any, reader: DeltaReader, skipped: list[int],
 ChunkReader = Callable[..., Awaitable[None]]
 
 
+def _ends(messages: Sequence[Any]) -> tuple[int, Any, Any]:
+    """A conversation's length and its first and last messages: a list a request was built from, told unchanged
+    (:meth:`StreamingProvider.prepared_request`) without a walk of it."""
+    return (len(messages), messages[0], messages[-1]) if messages else (0, None, None)
+
+
 class _Pass:
     """A wait of a coroutine stepped by hand, passed on to the task that steps it (``yield`` as ``await`` does)."""
 
@@ -233,7 +239,8 @@ class StreamingProvider(ProviderBase):
         #: How the provider waits between retries (tests replace it to record the delays).
         self.sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
         #: The last request body and what it was built from (:meth:`prepared_request`).
-        self._built: tuple[str | None, tuple[Any, ...], tuple[Any, ...], dict[str, Any], dict[str, Any]] | None = None
+        self._built: tuple[str | None, Sequence[Message], tuple[Any, ...], dict[str, Any], dict[str, Any],
+                           tuple[int, Any, Any]] | None = None
         #: The conversations' messages in OpenAI's chat form, each converted once (:meth:`build_request`).
         self.converter = MessageConverter()
 
@@ -312,11 +319,13 @@ class StreamingProvider(ProviderBase):
         conversion of the whole conversation. The body is kept with what it was built from until the call
         that sends it: only the same message and tool objects, system prompt and settings get it."""
         memo = self._built
-        if (memo is not None and memo[0] == system and memo[3] == settings and same_items(memo[1], messages)
-                and same_items(memo[2], tools)):
+        if (memo is not None and memo[0] == system and memo[3] == settings and memo[1] is messages
+                and memo[5] == _ends(messages) and same_items(memo[2], tools)):
             return memo[4]
         body = self.build_request(system=system, messages=messages, tools=tools, settings=settings)
-        self._built = (system, tuple(messages), tuple(tools), dict(settings), body)
+        # The messages by the list's identity, its length and its ends (the call's request, sent as it was
+        # recorded: the same list), not a copy and a walk of the conversation (20,000 messages at turn 10,000).
+        self._built = (system, messages, tuple(tools), dict(settings), body, _ends(messages))
         return body
 
     async def _open(self, request: dict[str, Any]) -> Any:  # pragma: no cover - abstract

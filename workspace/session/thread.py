@@ -222,7 +222,6 @@ class ThreadSession(ThreadHistory, ThreadChanges):
             self._restore_compactions(_network_robots(network), parent_turn_id)
         else:
             conversation = self._conversation_to(parent_turn_id)
-            history = list(conversation.messages)
             assert robot is not None
             _restore_compaction(robot, conversation.compactions)
         problems: list[str] = []
@@ -268,9 +267,14 @@ class ThreadSession(ThreadHistory, ThreadChanges):
                 self._network = network
             else:
                 assert robot is not None
-                robot.history = history
+                # The kept conversation itself, not a copy of it: the run appends its messages to it, and when it
+                # ends they give way to its turn as the store keeps it (ThreadHistory._extend_conversation).
+                robot.history = conversation.lend()
                 event_run = robot.stream(text, **options)
         except Exception as exc:  # the run could not start: keep the message, record why
+            if network is None and conversation.lent:  # given back as it was
+                del conversation.messages[conversation.size or 0:]
+                conversation.lent = False
             with contextlib.suppress(StoreError):
                 self.store.append_event(self.thread_id, turn_id, ev.RunFailed(
                     run_id=f"failed-{turn_id}", robot=name, seq=1, error=str(exc) or type(exc).__name__,

@@ -51,7 +51,7 @@ class ThreadHistory(ThreadState):
         if extending is not None:
             extending.result()  # the turn that just ended (a read of that turn alone, off the event loop)
         conversation = self._conversation
-        if conversation is not None and conversation.leaf == leaf:
+        if conversation is not None and conversation.leaf == leaf and conversation.intact():
             return conversation
         conversation = _Conversation(leaf)
         if leaf is not None:
@@ -63,7 +63,7 @@ class ThreadHistory(ThreadState):
                 conversation.messages += self.store.turn_messages(chunk)  # (each turn's messages are its own)
                 for found in self.store.events_of([t.id for t in chunk], (ev.ContextCompacted,)).values():
                     conversation.compactions += found
-        self._conversation = conversation
+        self._conversation = conversation.seal()
         return conversation
 
     async def load_conversation(self, *, wanted: Callable[[], bool] | None = None) -> None:
@@ -102,7 +102,8 @@ class ThreadHistory(ThreadState):
 
     def _extend_conversation(self, parent_turn_id: str | None, finished: RecordedRun) -> None:
         """After a run of this session ended: the kept conversation grows by its turn (read alone, in a
-        worker thread); when the turn is not all in the database yet, the next send reads the thread."""
+        worker thread), in place: the run's messages it was lent (:meth:`_Conversation.lend`) give way to the turn
+        as the store keeps it. When the turn is not all in the database yet, the next send reads the thread."""
         kept = self._conversation
         if kept is None or kept.leaf != parent_turn_id:
             return
@@ -123,8 +124,14 @@ class ThreadHistory(ThreadState):
                 if self._conversation is kept:
                     self._conversation = None
                 return
-            if self._conversation is kept:
-                self._conversation = _Conversation(turn_id, kept.messages + messages, kept.compactions + compactions)
+            if self._conversation is not kept:
+                return
+            history, size = kept.messages, kept.size or 0
+            if kept.size is None or len(history) < size or (history[size - 1] if size else None) is not kept.last:
+                self._conversation = None  # changed in place by someone holding it: the next send reads the thread
+                return
+            history[size:] = messages  # (one step: a reader of the robot's history never sees it cut)
+            self._conversation = _Conversation(turn_id, history, kept.compactions + compactions).seal()
 
         try:
             asyncio.get_running_loop()

@@ -93,11 +93,38 @@ class _WithoutApiBase:
 
 class _Conversation:
     """The conversation along a branch up to ``leaf`` (None: before the first message), as
-    :meth:`Store.history_messages` gives it, and the ``context_compacted`` events along that branch."""
+    :meth:`Store.history_messages` gives it, and the ``context_compacted`` events along that branch.
+
+    A send lends :attr:`messages` to its run as the robot's history (a copy of 20,000 messages at every send
+    cost the window's thread more at turn 10,000 than at turn 100): the run appends its messages to the same
+    list, and when it ends its turn as the store keeps it takes their place (:meth:`lend`, :meth:`kept_to`).
+    :meth:`intact` tells whether the list still holds the conversation and nothing else."""
 
     leaf: str | None
     messages: list[Message] = field(default_factory=list)
     compactions: list[ev.Event] = field(default_factory=list)
+    #: How many of :attr:`messages` are the conversation's, and the last of them (None: not sealed yet).
+    size: int | None = None
+    last: Message | None = None
+    #: Whether a run holds :attr:`messages` as its history now (it appends to them).
+    lent: bool = False
+
+    def seal(self) -> _Conversation:
+        """The conversation is :attr:`messages` as they are now."""
+        self.size, self.last = len(self.messages), self.messages[-1] if self.messages else None
+        return self
+
+    def intact(self) -> bool:
+        """Whether :attr:`messages` holds the sealed conversation alone: not lent to a run, and not changed since
+        by anyone holding the list (a robot's history cleared or compressed in place)."""
+        messages = self.messages
+        return (not self.lent and self.size == len(messages)
+                and (messages[-1] if messages else None) is self.last)
+
+    def lend(self) -> list[Message]:
+        """:attr:`messages`, for a run to append its own to (see :meth:`kept_to`)."""
+        self.lent = True
+        return self.messages
 
 
 class ThreadState:
