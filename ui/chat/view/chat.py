@@ -568,7 +568,7 @@ class ChatView(QScrollArea):
             case AskUserItem():
                 return AskUserCard(item, self.column)
             case ToolCallItem():
-                later = self.turn_window.making  # (its long arguments and its result: a step of their own)
+                later = self.turn_window.making  # (its texts, arguments and result: steps of their own)
                 card = ToolCard(call_id=item.call_id, tool=item.tool, robot=item.robot, server=item.server,
                                 arguments=item.arguments, parent=self.column, later=later)
                 card.sandbox_settings_requested.connect(self.connect_requested)  # Settings, where the switch is

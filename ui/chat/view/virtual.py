@@ -121,6 +121,10 @@ class TurnWindow:
         self._pass_began = -1.0
         #: No widget is made before this time (:meth:`opened`; inf: until the step showing a thread is over).
         self._not_before = 0.0
+        #: While a step runs: the latest delay (ms) asked of :meth:`schedule` meanwhile (None: none asked), the next
+        #: step's, scheduled when the step ends.
+        self._asked: int | None = None
+        self._stepping = False
 
     # -- what the chat asks ------------------------------------------------------------------------
     def reset(self) -> None:
@@ -240,7 +244,14 @@ class TurnWindow:
 
     def schedule(self, delay: int = 0) -> None:
         """Bring the column in line with the screen on the next turn of the event loop (or in ``delay`` ms:
-        the next frame, when this one's budget is spent)."""
+        the next frame, when this one's budget is spent). Asked while a step runs (its own layout changed the
+        scroll range: the chat asks for a step then), the step ends with the latest delay asked: the step's own
+        "the next frame" is not lost to the range's "at once" (the next step came on the next turn of the event
+        loop, and on a busy machine, a frame of wall time later, made widgets again at once: step after step, with
+        no frame between them)."""
+        if self._stepping:
+            self._asked = delay if self._asked is None else max(self._asked, delay)
+            return
         if not self._scheduled:
             self._scheduled = True
             QTimer.singleShot(delay, self._step)
@@ -300,6 +311,16 @@ class TurnWindow:
     # -- the step ------------------------------------------------------------------------------------
     def _step(self) -> None:
         self._scheduled = False
+        self._stepping, self._asked = True, None
+        try:
+            self._step_now()
+        finally:
+            self._stepping = False
+            asked, self._asked = self._asked, None
+            if asked is not None:
+                self.schedule(asked)
+
+    def _step_now(self) -> None:
         chat = self.chat
         if not isValid(chat):
             return
