@@ -109,6 +109,7 @@ def test_a_cards_texts_are_laid_out_in_steps_of_their_own(
     a later one (one step each here: a widget a step)."""
     import time
 
+    from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
     from ui.chat.view import virtual
@@ -130,6 +131,10 @@ def test_a_cards_texts_are_laid_out_in_steps_of_their_own(
         step()
         seen.append({c.call_id: (bool(c._args.toPlainText()), c._result_toggle is not None)
                      for c in chat.findChildren(ToolCard)})
+        # a result's section made in a later step is styled and shown in it, as the card was (its preview elided at
+        # the styled width, not left cut at the unstyled one)
+        assert all(t.isVisible() and t.testAttribute(Qt.WidgetAttribute.WA_WState_Polished)
+                   for c in chat.findChildren(ToolCard) if (t := c._result_toggle) is not None and c.isVisible())
 
     window._step = watched  # type: ignore[method-assign]
     try:
@@ -196,3 +201,4 @@ def test_a_result_toggles_size_hints_measure_its_preview_once(qapp_instance: Any
     assert button.sizeHint().width() > hints[0][0] * 1.5
     assert QToolButton.text(button).endswith("…")
     button.deleteLater()
+

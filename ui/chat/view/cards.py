@@ -341,6 +341,10 @@ class ToolCard(QFrame):
         result, self._result_later = self._result_later, None
         if result is not None and self._result_toggle is None:
             self._add_result_section("Result", result[0], expanded=False)
+            toggle = self._result_toggle
+            if toggle is not None and self.isVisible():  # styled now, as the turn window shows what a step made, and
+                toggle.show()  # its preview elided again with its style's margins (cut with the unstyled ones, the
+                toggle.setText(toggle.text())  # preview was a few pixels short of the room it has, and stayed so)
 
     # -- a running command's output -----------------------------------------------------------
     @property
