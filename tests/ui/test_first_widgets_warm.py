@@ -1,7 +1,7 @@
 """After start-up, at idle, the window pays what the first thread opened would pay once in the process: the modules
 opening a thread imports (in the Markdown libraries' worker) and a hidden sample of each common kind of a turn's
-widgets (a user message and footer, a robot header, an answer with code, a tool card), a kind per step, each deleted
-in its step. Measured in a fresh process, where those one-time costs are still to pay."""
+widgets (a user message, a footer, a robot header, an answer with code, a tool card and its texts), a kind per step,
+each hidden in its step. Measured in a fresh process, where those one-time costs are still to pay."""
 
 from __future__ import annotations
 
@@ -120,26 +120,30 @@ def _run(tmp_path: Path, mode: str) -> dict[str, Any]:
 
 def test_a_thread_reopened_at_start_up_finds_the_libraries_loaded_and_the_samples_made(tmp_path: Path) -> None:
     # Start-up's worker loads the Markdown libraries and the modules opening a thread needs when a thread will be
-    # reopened, and start-up makes the four samples in steps before it: the reopened thread's first widgets (made in
+    # reopened, and start-up makes the samples in steps before it: the reopened thread's first widgets (made in
     # start-up's steps, before the libraries' usual loading after it) cost what the next ones do.
     found = _run(tmp_path, "reopen")
     assert found["imported"] == [], f"imported on the window's thread at start-up: {found['imported']}"
-    # each kind twice: the sample, first, then the turn's own
-    assert found["shown"][:5] == ["UserMessage", "RunFooter", "RobotHeader", "MarkdownStream", "ToolCard"], found["shown"]
-    assert [found["shown"].count(kind) for kind in ("UserMessage", "RobotHeader", "ToolCard")] == [2, 2, 2], found["shown"]
+    # each kind twice: the sample, first, then the turn's own (the card's sample shown again for each of its texts)
+    assert found["shown"][:7] == ["UserMessage", "RunFooter", "RobotHeader", "MarkdownStream", "ToolCard", "ToolCard",
+                                  "ToolCard"], found["shown"]
+    assert [found["shown"].count(kind) for kind in ("UserMessage", "RobotHeader", "ToolCard")] == [2, 2, 4], found["shown"]
 
 
 def test_the_first_thread_opened_after_the_warm_up_imports_and_builds_nothing_once(tmp_path: Path) -> None:
     found = _run(tmp_path, "click")
     # The warm-up: a sample of each kind shown (its style applied, its size asked), one kind per step (the user
-    # message with its footer), none of them left in the column.
-    assert len(found["steps"]) == 4, found["steps"]
-    assert sorted(map(tuple, found["shown"])) == [("MarkdownStream", 2), ("RobotHeader", 1), ("RunFooter", 0),
-                                                  ("ToolCard", 3), ("UserMessage", 0)], found["shown"]
+    # message, then its footer; the tool card, then its arguments' text, then its result's section, as the turn
+    # window makes them), none of them left in the column.
+    assert len(found["steps"]) == 7, found["steps"]
+    assert sorted(map(tuple, found["shown"])) == [("MarkdownStream", 3), ("RobotHeader", 2), ("RunFooter", 1),
+                                                  ("ToolCard", 4), ("ToolCard", 5), ("ToolCard", 6),
+                                                  ("UserMessage", 0)], found["shown"]
     assert found["left"] == [], found["left"]
     # What each sample cost is the turn window's estimate for its kind before it makes one (a kind it had no figure
     # for counted as free: a step made every widget of a turn of new kinds, over its budget).
-    assert found["estimated"] == ["HeaderItem", "TextItem", "ToolCallItem", "user"], found["estimated"]
+    assert found["estimated"] == ["HeaderItem", "RunFooter", "TextItem", "ToolArgs", "ToolCallItem", "ToolResult",
+                                  "user"], found["estimated"]
     # The thread's first widgets of each kind were made...
     assert {"UserMessage", "RunFooter", "RobotHeader", "MarkdownStream", "ToolCard"} <= set(found["kinds"])
     # ...and the window's thread imported no module and built no lexer, parser or formatter for them.

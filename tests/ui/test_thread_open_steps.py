@@ -202,3 +202,87 @@ async def test_five_clicks_down_the_thread_list_end_on_the_last_thread_and_let_t
         assert root.controller.thread_id == short
         assert _texts(chat) == {f"question {i}" for i in range(3)} | {f"answer {i}" for i in range(3)}
         await wait_until(lambda: held._background_free.is_set(), what="the workers let go")
+
+
+def test_the_first_step_of_a_thread_shown_waits_a_frame_and_a_turns_footer_comes_after_its_message(
+        qapp_instance: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """The step making a thread's first turn's widgets ran on the next turn of the event loop after the click's, with
+    the paint of what the click changed (the list, the title, the column emptied): one stall of a frame and more. It
+    waits a frame after the click's step now. And a turn's user message and its run's footer were made in one step;
+    now the footer is a step of its own (here each step makes one widget)."""
+    from ui.chat.view import virtual
+    from ui.chat.view.messages import RunFooter, UserMessage
+
+    store = Store(tmp_path / "tools.db")
+    thread_id = add_tool_thread(store, 6)
+    monkeypatch.setattr(virtual, "STEP_BUDGET", 0.0)  # (a widget a frame: each step makes one)
+    chat = _chat()
+    window = chat.turn_window
+    QApplication.processEvents()  # (the steps the chat's showing left due)
+    step, made = window._step, []
+
+    def watched() -> None:  # the user messages and footers each step made
+        before = len(chat.findChildren(UserMessage)), len(chat.findChildren(RunFooter))
+        step()
+        made.append((len(chat.findChildren(UserMessage)) - before[0], len(chat.findChildren(RunFooter)) - before[1]))
+
+    window._step = watched  # type: ignore[method-assign]
+    window.schedule()  # (a step already due when the thread is shown, as a scroll or a resize leaves one)
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        QApplication.processEvents()  # the turn of the event loop after the click's step: the window paints
+        assert made and chat._turn_widgets == {} and window.busy, "widgets were made right after the click's step"
+        _until(lambda: _screen_made(chat))
+        assert sum(m for m, _ in made) >= 2 and sum(f for _, f in made) >= 2  # (turns made, with their footers)
+        assert not any(m and f for m, f in made), f"a step made a user message and a footer: {made}"
+    finally:
+        window._step = step  # type: ignore[method-assign]
+        chat.close()
+        chat.deleteLater()
+        store.close()
+
+
+def test_a_step_whose_own_layout_moves_the_range_still_leaves_the_next_one_to_the_next_frame(
+        qapp_instance: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """A step that makes a widget lays the column out: the scroll range changes and the chat asks for a step. That
+    ask, at once, came before the step's own "the next frame" (its budget spent) and won: the next step was due on
+    the next turn of the event loop, and on a busy machine (a frame of wall time later) made widgets again at once,
+    step after step with no frame between them. Now the step ends with the latest delay asked while it ran."""
+    from PySide6.QtCore import QTimer
+
+    from ui.chat.view import virtual
+
+    started: list[tuple[int, Any]] = []
+
+    class Timer:  # QTimer, its single shots noted
+        @staticmethod
+        def singleShot(delay: int, call: Any) -> None:  # (Qt's name)
+            started.append((delay, call))
+            QTimer.singleShot(delay, call)
+
+    store = Store(tmp_path / "tools.db")
+    thread_id = add_tool_thread(store, 6)
+    monkeypatch.setattr(virtual, "STEP_BUDGET", 0.0)  # (a widget a frame: a step that made one has spent it)
+    monkeypatch.setattr(virtual, "QTimer", Timer)
+    chat = _chat()
+    window = chat.turn_window
+    QApplication.processEvents()
+    step, asked = window._step, []
+
+    def watched() -> None:  # the delays of the next steps a step that made a widget left due
+        before, count = len(started), len(chat._widgets)
+        step()
+        if len(chat._widgets) > count and window._making is not None:  # (a turn's widgets still to come)
+            asked.append([delay for delay, call in started[before:] if call is watched])
+
+    window._step = watched  # type: ignore[method-assign]
+    try:
+        chat.show_thread(LazyTranscript(store, thread_id))
+        _until(lambda: _screen_made(chat))
+        assert len(asked) >= 3 and all(asked), asked
+        assert all(delays == [delays[0]] and delays[0] >= 1 for delays in asked), f"next steps due: {asked}"
+    finally:
+        window._step = step  # type: ignore[method-assign]
+        chat.close()
+        chat.deleteLater()
+        store.close()

@@ -100,13 +100,16 @@ def _file_thread(store: Any, turns: int) -> str:
     return thread.id
 
 
-def test_a_cards_long_arguments_are_laid_out_in_a_step_of_their_own(
+def test_a_cards_texts_are_laid_out_in_steps_of_their_own(
         qapp_instance: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A card made by the turn window (a thread opened, paged) laid its arguments' text out with the rest of it: a
-    written file's 6,000 characters were 8-10 ms of the window's CPU on top of the card's 3-4, in one step. The
-    card comes in one step, its long arguments' text in the next; short arguments come with the card."""
+    written file's 6,000 characters were 8-10 ms of the window's CPU on top of the card's 3-4, in one step; and a
+    card with short arguments and a result, its texts made with it, was a frame and more of the window's thread in
+    one step when a thread opened. The card comes in one step, its arguments' text and its result's section each in
+    a later one (one step each here: a widget a step)."""
     import time
 
+    from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
     from ui.chat.view import virtual
@@ -124,9 +127,14 @@ def test_a_cards_long_arguments_are_laid_out_in_a_step_of_their_own(
     window = chat.turn_window
     step, seen = window._step, []
 
-    def watched() -> None:  # what each step left: every card, and whether its arguments show their text yet
+    def watched() -> None:  # what each step left: every card, whether its arguments and its result show yet
         step()
-        seen.append({c.call_id: bool(c._args.toPlainText()) for c in chat.findChildren(ToolCard)})
+        seen.append({c.call_id: (bool(c._args.toPlainText()), c._result_toggle is not None)
+                     for c in chat.findChildren(ToolCard)})
+        # a result's section made in a later step is styled and shown in it, as the card was (its preview elided at
+        # the styled width, not left cut at the unstyled one)
+        assert all(t.isVisible() and t.testAttribute(Qt.WidgetAttribute.WA_WState_Polished)
+                   for c in chat.findChildren(ToolCard) if (t := c._result_toggle) is not None and c.isVisible())
 
     window._step = watched  # type: ignore[method-assign]
     try:
@@ -140,14 +148,16 @@ def test_a_cards_long_arguments_are_laid_out_in_a_step_of_their_own(
         cards = {c.call_id: c for c in chat.findChildren(ToolCard)}
         made = [i for i in range(3) if f"w{i}" in cards]  # (the turns near the screen: a turn is a long file)
         assert made and all(f"r{i}" in cards for i in made)
-        for i in made:
-            # the written file's card: made with its arguments to come, then its text in a later step
-            waited = [n for n, cards_now in enumerate(seen) if cards_now.get(f"w{i}") is False]
-            assert waited, f"w{i}'s arguments were laid out in the step that made its card"
-            assert all(cards_now[f"w{i}"] for cards_now in seen[waited[-1] + 1:])
-            assert cards[f"w{i}"].later is None and "def f():" in cards[f"w{i}"]._args.toPlainText()
-            # the read file's short arguments: with the card
-            assert all(cards_now[f"r{i}"] for cards_now in seen if f"r{i}" in cards_now)
+        for call_id in [f"{kind}{i}" for i in made for kind in "wr"]:
+            shown = [cards_now[call_id] for cards_now in seen if call_id in cards_now]
+            # made with neither, then its arguments' text in a step of its own, then its result's section
+            assert shown[0] == (False, False), f"{call_id}'s texts were laid out in the step that made its card"
+            assert (True, False) in shown, f"{call_id}'s result came in the step of its arguments"
+            assert shown[-1] == (True, True)
+            assert shown == sorted(shown)  # (nothing went away meanwhile)
+            card = cards[call_id]
+            assert card.later is None and card._result_toggle.text().startswith("Result")
+        assert all("def f():" in cards[f"w{i}"]._args.toPlainText() for i in made)
     finally:
         window._step = step  # type: ignore[method-assign]
         chat.close()
@@ -191,3 +201,4 @@ def test_a_result_toggles_size_hints_measure_its_preview_once(qapp_instance: Any
     assert button.sizeHint().width() > hints[0][0] * 1.5
     assert QToolButton.text(button).endswith("…")
     button.deleteLater()
+

@@ -49,9 +49,6 @@ if TYPE_CHECKING:
 ARGS_MAX_LINES = 40
 #: Arguments as short as this (characters of JSON) are shown on one line.
 ARGS_LINE_CHARS = 72
-#: Arguments whose text (HTML) is longer are made by a step of their own when the turn window makes the card
-#: (``ToolCard(later=True)``): a written file's 6,000 characters cost 8-10 ms to lay out, more than a card's rest.
-LATER_CHARS = 2000
 STATUS_TEXT = {
     "running": "running…",
     "approval": "needs approval",
@@ -258,8 +255,13 @@ class ToolCard(QFrame):
         self._body.setContentsMargins(12, 8, 12, 10)
         self._body.setSpacing(6)
         html = _args_html(arguments)
-        #: Long arguments' text, left to :meth:`finish` (``later``: the turn window makes it in a step of its own).
-        self._args_later = html if later and len(html) > LATER_CHARS else None
+        #: The arguments' text, left to :meth:`finish` (``later``: the turn window makes the card, its texts in the
+        #: steps after it: a written file's 6,000 characters cost 8-10 ms to lay out, more than the card's rest, and
+        #: short ones, highlighted, a third of a card whose making was a frame and more of the window's thread).
+        self._args_later = html if later and html else None
+        #: The result's value (in a tuple: a result may be None), its section left to :meth:`finish` by
+        #: ``apply(later=True)``.
+        self._result_later: tuple[Any] | None = None
         self._args = _body_text("" if self._args_later is not None else html, body, "ToolArgs")
         self._body.addWidget(self._args)
         outer.addWidget(body)
@@ -321,16 +323,28 @@ class ToolCard(QFrame):
 
     @property
     def later(self) -> str | None:
-        """What is left to make of a card made with ``later`` (its long arguments' text: :meth:`finish` makes it),
-        as the kind of its cost for the turn window's budget; None: nothing."""
+        """The next part left to make of a card made with ``later`` (its arguments' text) or applied with it (its
+        result's section), which :meth:`finish` makes, as the kind of its cost for the turn window's budget; None:
+        nothing left."""
         html = self._args_later
-        return None if html is None else f"ToolArgs/{len(html).bit_length()}"
+        if html is not None:
+            return f"ToolArgs/{len(html).bit_length()}"
+        return None if self._result_later is None else "ToolResult"
 
     def finish(self) -> None:
-        """Make what was left (:attr:`later`): the arguments' text, laid out once, at the card's width."""
+        """Make the next part left (:attr:`later`): the arguments' text, laid out once, at the card's width; else
+        the result's section."""
         html, self._args_later = self._args_later, None
         if html is not None:
             self._args.setHtml(html)
+            return
+        result, self._result_later = self._result_later, None
+        if result is not None and self._result_toggle is None:
+            self._add_result_section("Result", result[0], expanded=False)
+            toggle = self._result_toggle
+            if toggle is not None and self.isVisible():  # styled now, as the turn window shows what a step made, and
+                toggle.show()  # its preview elided again with its style's margins (cut with the unstyled ones, the
+                toggle.setText(toggle.text())  # preview was a few pixels short of the room it has, and stayed so)
 
     # -- a running command's output -----------------------------------------------------------
     @property
@@ -344,8 +358,11 @@ class ToolCard(QFrame):
             self._body.insertWidget(self._body.indexOf(self._args) + 1, self._output)
         self._output.append(state, text)
 
-    def apply(self, call: ToolCallItem) -> None:
-        """Show the call's state: its arguments, status, result or error, and the approval's outcome."""
+    def apply(self, call: ToolCallItem, *, later: bool = False) -> None:
+        """Show the call's state: its arguments, status, result or error, and the approval's outcome. ``later``
+        (the turn window making the card): a result's section is left to :meth:`finish`, a step of its own (its
+        toggle, preview and tooltip were a third of the card's cost, and the card a frame and more of the window's
+        thread in one step)."""
         self.from_text_label.setVisible(call.from_text)
         value = call.result_value if call.status == "ok" else None
         if isinstance(value, dict) and value.get("sandboxed") is False and self.unsandboxed_label is None:
@@ -358,7 +375,9 @@ class ToolCard(QFrame):
             self.set_arguments(call.arguments)
         if call.status == "ok" and self._result_toggle is None:
             self.result = call.result
-            self._add_result_section("Result", call.result_value, expanded=False)
+            self._result_later = (call.result_value,) if later else None
+            if not later:
+                self._add_result_section("Result", call.result_value, expanded=False)
         elif call.status == "denied" and call.approval is not None and call.approval.state == "denied":
             # The person's denial: the note under the arguments says it, with the reason (the error the model
             # got, "Denied by the user: <reason>", would only say it again).

@@ -313,6 +313,7 @@ class ChatView(QScrollArea):
         earlier turns on demand. Made in this step, the last turns' widgets held the window for 100 ms."""
         with self.turn_window.deferring():
             self.presenter.load_thread(source)
+        self.turn_window.opened()  # (their first widgets a frame after this step: the window paints it first)
         self._stick = True
         QTimer.singleShot(0, self.scroll_to_bottom)
 
@@ -362,11 +363,15 @@ class ChatView(QScrollArea):
 
     def warm_up_steps(self) -> Iterator[None]:
         """Make a sample of each common kind of a turn's widgets, one kind a step, show it (as the turn window's
-        steps do: its style applied, its size asked), hide and delete it in the same step (it is never painted).
+        steps do: its style applied, its size asked), hide it in the same step (it is never painted) and delete it.
         The first widget of a kind in the process paid a whole frame or more: its style sheet's fonts loaded and
         measured, its code's lazy imports, a highlighted code block's first layout. Run at idle after start-up
         (``ui.app``), so the first thread opened makes its first widgets at the cost of the second; what each sample
-        cost is the turn window's estimate for its kind until it makes one itself."""
+        cost is the turn window's estimate for its kind until it makes one itself. The tool card's sample is made as
+        the turn window makes a card: the card, then its arguments' text, then its result's section, each shown
+        again (and hidden) in a step of its own."""
+        from ui.chat.view.virtual import FOOTER
+
         turn = TurnState(user=UserState(text="A question: what does `a.py` do?"))
         run = RunState(run_id="", robot="assistant", turn=turn)
         call = ToolCallItem(parent=turn, run=run, call_id="", tool="read_file", robot="assistant",
@@ -375,12 +380,20 @@ class ChatView(QScrollArea):
         answer = "**a.py** defines `f`:\n\n```python\ndef f():\n    pass\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
         header = HeaderItem(parent=turn, run=run, robot="assistant")
         text = TextItem(parent=turn, run=run, text=answer)
-        makers: tuple[tuple[Item | None, Callable[[], list[QWidget]]], ...] = (
-            (None, lambda: [UserMessage(turn.user.text if turn.user else "", parent=self.column),
-                            RunFooter(turn_id=None, parent=self.column)]),
+
+        def card() -> list[QWidget]:  # (its texts left to the steps after it, as the turn window's are)
+            self.turn_window.making = True
+            try:
+                return [self._make(call)]
+            finally:
+                self.turn_window.making = False
+
+        makers: tuple[tuple[Item | str | None, Callable[[], list[QWidget]]], ...] = (
+            (None, lambda: [UserMessage(turn.user.text if turn.user else "", parent=self.column)]),
+            (FOOTER, lambda: [RunFooter(turn_id=None, parent=self.column)]),
             (header, lambda: [self._make(header)]),
             (text, lambda: [self._make(text)]),
-            (call, lambda: [self._make(call)]),
+            (call, card),
         )
         for item, make in makers:
             started = time.perf_counter()
@@ -393,8 +406,16 @@ class ChatView(QScrollArea):
             self.turn_window.note_cost(item, time.perf_counter() - started)
             for widget in widgets:
                 widget.hide()
-                widget.deleteLater()
             yield
+            for widget in widgets:
+                while isinstance(widget, ToolCard) and (part := widget.later) is not None:
+                    started = time.perf_counter()
+                    widget.show()
+                    widget.finish()
+                    self.turn_window.note_cost(part, time.perf_counter() - started)
+                    widget.hide()
+                    yield
+                widget.deleteLater()
 
     def build_turn(self, turn: TurnState) -> None:
         """The turn's user message (its items and footers follow through :meth:`item_added` and
@@ -547,10 +568,11 @@ class ChatView(QScrollArea):
             case AskUserItem():
                 return AskUserCard(item, self.column)
             case ToolCallItem():
+                later = self.turn_window.making  # (its texts, arguments and result: steps of their own)
                 card = ToolCard(call_id=item.call_id, tool=item.tool, robot=item.robot, server=item.server,
-                                arguments=item.arguments, parent=self.column, later=self.turn_window.making)
+                                arguments=item.arguments, parent=self.column, later=later)
                 card.sandbox_settings_requested.connect(self.connect_requested)  # Settings, where the switch is
-                card.apply(item)
+                card.apply(item, later=later)
                 return card
             case ReasoningItem():
                 block = ThinkingBlock(self.column)

@@ -12,8 +12,9 @@ resize and change of range:
   a widget at a time, under a frame's budget that the steps of a frame share (the loading of earlier turns
   too, and Qt's work between them counts: a step due once it is spent waits for the next frame), a widget
   made only if what one of its kind cost (:meth:`TurnWindow.note_cost`) fits in what is left and shown by the
-  step that made it, so scrolling never freezes (a tool card's long arguments, a written file's text, are a step
-  of their own after the card's: :attr:`~ui.chat.view.cards.ToolCard.later`); a turn made above what is on
+  step that made it, so scrolling never freezes (a turn's footers come in the step after its user message, a tool
+  card's texts, its arguments and its result, each in a step of its own after the card's:
+  :attr:`~ui.chat.view.cards.ToolCard.later`); a turn made above what is on
   screen keeps what is on screen in place; a search result's turn (:meth:`TurnWindow.make`) is made so too,
   before the others, and the screen goes to it after;
 - a thread shown comes in so too: its last turns' data as placeholders in the step that shows it, their
@@ -79,6 +80,8 @@ NEAR_BELOW = 2
 BEYOND = 0.25
 #: The height (px) of a placeholder of a turn never shown, until turns have been measured.
 FIRST_ESTIMATE = 240
+#: The kind (:func:`_kind`) of a turn's run footers, made in the step after its user message.
+FOOTER = "RunFooter"
 
 
 class TurnWindow:
@@ -116,6 +119,12 @@ class TurnWindow:
         self.froze = False
         #: When the frame under way began (its steps share one budget).
         self._pass_began = -1.0
+        #: No widget is made before this time (:meth:`opened`; inf: until the step showing a thread is over).
+        self._not_before = 0.0
+        #: While a step runs: the latest delay (ms) asked of :meth:`schedule` meanwhile (None: none asked), the next
+        #: step's, scheduled when the step ends.
+        self._asked: int | None = None
+        self._stepping = False
 
     # -- what the chat asks ------------------------------------------------------------------------
     def reset(self) -> None:
@@ -129,6 +138,7 @@ class TurnWindow:
         self.pinned = None
         self._then = None
         self._to_load = 0
+        self._not_before = 0.0
         if self.froze:  # what is gone of the thread's loaded state is freed at the window's next idle moment
             self.froze = False
             refreeze_when_idle()
@@ -234,10 +244,30 @@ class TurnWindow:
 
     def schedule(self, delay: int = 0) -> None:
         """Bring the column in line with the screen on the next turn of the event loop (or in ``delay`` ms:
-        the next frame, when this one's budget is spent)."""
+        the next frame, when this one's budget is spent). Asked while a step runs (its own layout changed the
+        scroll range: the chat asks for a step then), the step ends with the latest delay asked: the step's own
+        "the next frame" is not lost to the range's "at once" (the next step came on the next turn of the event
+        loop, and on a busy machine, a frame of wall time later, made widgets again at once: step after step, with
+        no frame between them)."""
+        if self._stepping:
+            self._asked = delay if self._asked is None else max(self._asked, delay)
+            return
         if not self._scheduled:
             self._scheduled = True
             QTimer.singleShot(delay, self._step)
+
+    def opened(self) -> None:
+        """A thread was shown in this step: its turns' first widgets come a frame after the step is over, once the
+        window has painted what it changed (the thread list, the title, the column emptied): made on the next turn
+        of the event loop, they and that paint were one stall of a frame and more. (A frame from the end of the
+        step, not from now: on a busy machine the step's rest can take a frame of wall time.)"""
+        self._not_before = math.inf
+        QTimer.singleShot(0, self._rest_a_frame)
+
+    def _rest_a_frame(self) -> None:
+        if self._not_before == math.inf:  # (unless the chat was reset meanwhile)
+            self._not_before = time.perf_counter() + FRAME
+            self.schedule(round(FRAME * 1000))
 
     def make(self, turn: TurnState, *, then: Callable[[], None]) -> None:
         """Make ``turn``'s widgets (a search result's turn), whatever the screen shows, and keep them: before the
@@ -257,11 +287,13 @@ class TurnWindow:
             for _ in self._make(turn):
                 pass
 
-    def note_cost(self, item: Item | None, seconds: float) -> None:
-        """What a widget like ``item``'s (None: a turn's user message and footers) cost to make and show, measured
-        outside this window (the chat's warm-up samples): a step then does not take a kind it has not made yet as
-        free (it made every widget of a turn of kinds new to it in one step, over its budget)."""
-        self._costs.setdefault("user" if item is None else _kind(item), seconds)
+    def note_cost(self, item: Item | str | None, seconds: float) -> None:
+        """What a widget like ``item``'s (None: a turn's user message; a string: a kind, :data:`FOOTER`) cost to
+        make and show, measured outside this window (the chat's warm-up samples): a step then does not take a kind
+        it has not made yet as free (it made every widget of a turn of kinds new to it in one step, over its
+        budget)."""
+        kind = "user" if item is None else item if isinstance(item, str) else _kind(item)
+        self._costs.setdefault(kind, seconds)
 
     def _estimate(self, kind: str) -> float:
         """What a widget of ``kind`` costs, lately; a kind not made yet: the most one of its class cost (a text of
@@ -279,11 +311,25 @@ class TurnWindow:
     # -- the step ------------------------------------------------------------------------------------
     def _step(self) -> None:
         self._scheduled = False
+        self._stepping, self._asked = True, None
+        try:
+            self._step_now()
+        finally:
+            self._stepping = False
+            asked, self._asked = self._asked, None
+            if asked is not None:
+                self.schedule(asked)
+
+    def _step_now(self) -> None:
         chat = self.chat
         if not isValid(chat):
             return
         turns = chat.presenter.state.turns
         if not turns:
+            return
+        wait = self._not_before - time.perf_counter()
+        if wait > 0:  # a thread just shown: the window paints first (:meth:`opened`)
+            self.schedule(round(FRAME * 1000) if wait == math.inf else max(1, math.ceil(wait * 1000)))
             return
         self._lay_out()
         bar = chat.verticalScrollBar()
@@ -503,7 +549,7 @@ class TurnWindow:
     # -- making and releasing --------------------------------------------------------------------------
     def _make(self, turn: TurnState) -> Iterator[str]:
         """Make the turn's widgets from its state, yielding after each the kind of the next one (:func:`_kind`)
-        (the user's message and the footers first: a run's items go above its footer, as they did live)."""
+        (the user's message, then the footers: a run's items go above its footer, as they did live)."""
         chat = self.chat
         gap = self.placeholders.pop(turn)
         layout = chat._layout
@@ -523,10 +569,13 @@ class TurnWindow:
         layout.invalidate()
         chat._turn_widgets[turn] = []
         chat.build_turn(turn)  # placed before the next turn (the gap below, if any)
-        for run in turn.runs:
-            if run.lane is None and run.footer:
-                chat.run_changed(run)
         _show(chat._turn_widgets[turn])
+        footers = [run for run in turn.runs if run.lane is None and run.footer]
+        if footers:  # a step of their own (with the message, the turn's first step was a frame's budget)
+            yield FOOTER
+            for run in footers:
+                chat.run_changed(run)
+            _show(chat._turn_widgets.get(turn) or ())
         for item in _items(turn.items):
             if item not in chat._widgets:  # (one added while the turn was being made has its widget)
                 yield _kind(item)
@@ -538,8 +587,9 @@ class TurnWindow:
                         self.making = False
                     _show(chat._turn_widgets.get(turn) or ())
                     card = chat._widgets.get(item)
-                    if isinstance(card, ToolCard) and card.later is not None:
-                        yield card.later  # (a step of its own: laid out with the card, it was two frames' budget)
+                    # its texts (arguments, result) each a step of its own: with the card, a frame and more
+                    while isinstance(card, ToolCard) and isValid(card) and (part := card.later) is not None:
+                        yield part
                         if isValid(card):
                             card.finish()
         self.made += 1
@@ -642,4 +692,4 @@ def _items(items: list[Item]) -> Iterator[Item]:
             yield from _items(item.items)
 
 
-__all__ = ["TurnWindow"]
+__all__ = ["FOOTER", "TurnWindow"]
