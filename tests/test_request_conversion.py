@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tests.fakes.counted_reads import CountedReads
 from workspace import events as ev
 from workspace.context.requests import RequestRecorder, resolve
 from workspace.messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage
@@ -218,34 +219,18 @@ def test_a_body_is_written_by_one_encoder_made_once(monkeypatch: Any) -> None:
     assert made == []
 
 
-class _Reads(list[Message]):
-    """A conversation that counts the messages read from it (by index, by slice or by walking it)."""
-
-    reads = 0
-
-    def __getitem__(self, index: Any) -> Any:
-        got = super().__getitem__(index)
-        _Reads.reads += len(got) if isinstance(index, slice) else 1
-        return got
-
-    def __iter__(self) -> Any:
-        for message in super().__iter__():
-            _Reads.reads += 1
-            yield message
-
-
 def test_a_longer_call_reads_only_the_new_messages_of_a_long_conversation() -> None:
     # A thread of 2,000 turns sent again one turn longer (its newest message read back as a new object, as a
     # session does): the converter finds the part it shares with the last call without walking the 4,000
     # messages, and extends its kept lists in place.
     converter = MessageConverter()
     messages = [m for i in range(2_000) for m in turn(i)]
-    first = converter.convert("sys", _Reads(messages))
+    first = converter.convert("sys", CountedReads(messages))
     longer = [*messages[:-1], TextMessage(role="assistant", content="Answer 1999"), *turn(2_000)]
-    _Reads.reads, count = 0, converter.converted
-    second = converter.convert("sys", _Reads(longer))
+    CountedReads.reads, count = 0, converter.converted
+    second = converter.convert("sys", CountedReads(longer))
     assert converter.converted - count == 3
-    assert _Reads.reads < 50  # the 3 new messages and a binary search's few (4,003 before)
+    assert CountedReads.reads < 50  # the 3 new messages and a binary search's few (4,003 before)
     assert second == to_openai_messages("sys", longer)
     assert all(a is b for a, b in zip(first[:-1], second, strict=False))
     assert first == to_openai_messages("sys", messages)  # the list returned before is the caller's, unchanged
@@ -256,15 +241,15 @@ def test_the_request_recorded_and_the_one_sent_are_one_build_found_without_a_wal
     # messages. The second finds the first by that list, its length and its ends: not a copy of 4,000 messages
     # kept with the body and a walk of them all at every call.
     provider = OpenAICompatibleProvider("openai/bench", api_base="http://127.0.0.1:9/v1")
-    messages = _Reads([m for i in range(2_000) for m in turn(i)])
-    _Reads.reads = 0
+    messages = CountedReads([m for i in range(2_000) for m in turn(i)])
+    CountedReads.reads = 0
     recorded = provider.prepared_request(system="sys", messages=messages, tools=[], settings={})
-    first = _Reads.reads
-    _Reads.reads = 0
+    first = CountedReads.reads
+    CountedReads.reads = 0
     assert provider.prepared_request(system="sys", messages=messages, tools=[], settings={}) is recorded
-    assert _Reads.reads < 10, _Reads.reads
+    assert CountedReads.reads < 10, CountedReads.reads
     assert first < 4_000 + 50, first  # the conversion's one read of each message, and no copy of them
     # Another list (a later call's, one turn longer) is built again.
-    longer = _Reads([*messages, *turn(2_000)])
+    longer = CountedReads([*messages, *turn(2_000)])
     again = provider.prepared_request(system="sys", messages=longer, tools=[], settings={})
     assert again is not recorded and len(again["messages"]) == len(recorded["messages"]) + 2

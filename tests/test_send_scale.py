@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.counted_reads import CountedReads
 from workspace import events as ev
 from workspace.attachments import has_images
 from workspace.context.tokens import TokenCounter
@@ -218,22 +219,6 @@ def test_counts_and_image_checks_of_a_grown_conversation_equal_a_fresh_count() -
     assert not has_images(conversation)  # the shorter conversation again: no image in it
 
 
-class _Reads(list[Any]):
-    """A conversation that counts the messages read from it (by index, by slice or by walking it: a copy)."""
-
-    reads = 0
-
-    def __getitem__(self, index: Any) -> Any:
-        got = super().__getitem__(index)
-        _Reads.reads += len(got) if isinstance(index, slice) else 1
-        return got
-
-    def __iter__(self) -> Any:
-        for message in super().__iter__():
-            _Reads.reads += 1
-            yield message
-
-
 async def _ended(session: Any, run: Any) -> None:
     """The run done and its turn read into the kept conversation (in a worker thread)."""
     await run.wait()
@@ -258,12 +243,12 @@ async def test_a_send_hands_its_run_the_kept_conversation_not_a_copy_of_it(tmp_p
         await _ended(session, session.send("warm up"))  # builds the robot, its context manager's kept lists
         kept = session._conversation
         assert kept is not None and len(kept.messages) == 4_002
-        counted = _Reads(kept.messages)
+        counted = CountedReads(kept.messages)
         kept.messages = counted
-        _Reads.reads = 0
+        CountedReads.reads = 0
         run = session.send("the message")
         await _ended(session, run)
-        assert _Reads.reads < 100, _Reads.reads  # 4,000 and more when the send copied the conversation
+        assert CountedReads.reads < 100, CountedReads.reads  # 4,000 and more when the send copied the conversation
         sent = provider.history[-1].messages
         assert [m.to_dict() for m in sent] == [m.to_dict() for m in counted[:4_002]] + [
             TextMessage(role="user", content="the message").to_dict()]

@@ -126,11 +126,11 @@ class ThreadHistory(ThreadState):
                 return
             if self._conversation is not kept:
                 return
-            history, size = kept.messages, kept.size or 0
-            if kept.size is None or len(history) < size or (history[size - 1] if size else None) is not kept.last:
+            if not kept.begins_as_sealed():
                 self._conversation = None  # changed in place by someone holding it: the next send reads the thread
                 return
-            history[size:] = messages  # (one step: a reader of the robot's history never sees it cut)
+            history = kept.messages
+            history[kept.size or 0:] = messages  # (one step: a reader of the robot's history never sees it cut)
             self._conversation = _Conversation(turn_id, history, kept.compactions + compactions).seal()
 
         try:

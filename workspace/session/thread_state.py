@@ -97,7 +97,8 @@ class _Conversation:
 
     A send lends :attr:`messages` to its run as the robot's history (a copy of 20,000 messages at every send
     cost the window's thread more at turn 10,000 than at turn 100): the run appends its messages to the same
-    list, and when it ends its turn as the store keeps it takes their place (:meth:`lend`, :meth:`kept_to`).
+    list, and when it ends its turn as the store keeps it takes their place (:meth:`lend`,
+    :meth:`ThreadHistory._extend_conversation`).
     :meth:`intact` tells whether the list still holds the conversation and nothing else."""
 
     leaf: str | None
@@ -117,12 +118,16 @@ class _Conversation:
     def intact(self) -> bool:
         """Whether :attr:`messages` holds the sealed conversation alone: not lent to a run, and not changed since
         by anyone holding the list (a robot's history cleared or compressed in place)."""
-        messages = self.messages
-        return (not self.lent and self.size == len(messages)
-                and (messages[-1] if messages else None) is self.last)
+        return not self.lent and self.size == len(self.messages) and self.begins_as_sealed()
+
+    def begins_as_sealed(self) -> bool:
+        """Whether :attr:`messages` still begins with the sealed conversation (its length reached, its last message
+        where it was): a run lent them appended its own after it, nobody cleared or compressed them in place."""
+        messages, size = self.messages, self.size
+        return size is not None and len(messages) >= size and (messages[size - 1] if size else None) is self.last
 
     def lend(self) -> list[Message]:
-        """:attr:`messages`, for a run to append its own to (see :meth:`kept_to`)."""
+        """:attr:`messages`, for a run to append its own to (see :meth:`ThreadHistory._extend_conversation`)."""
         self.lent = True
         return self.messages
 
